@@ -1,0 +1,35 @@
+// commands.run('true') through the unchanged npm SDK in debug mode (agent on localhost:49983),
+// then the agent's RSS idle and with 100 live processes. Prints JSON.
+import { readFileSync } from 'node:fs'
+import { Sandbox } from '../tests/e2e/node_modules/e2b/dist/index.mjs'
+
+const runs = Number(process.argv[2] ?? 500)
+const agentPid = Number(process.argv[3])
+
+const rssKiB = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${agentPid}/status`, 'utf8'))[1])
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.round(p * (s.length - 1)))]
+}
+
+const sbx = await Sandbox.create()
+for (let i = 0; i < 20; i++) await sbx.commands.run('true') // warm-up
+const samples = []
+for (let i = 0; i < runs; i++) {
+  const t0 = performance.now()
+  await sbx.commands.run('true')
+  samples.push(performance.now() - t0)
+}
+const idleRss = rssKiB()
+const handles = []
+for (let i = 0; i < 100; i++) handles.push(await sbx.commands.run('sleep 120', { background: true }))
+await new Promise((r) => setTimeout(r, 500))
+const busyRss = rssKiB()
+await Promise.all(handles.map((h) => h.kill()))
+console.log(JSON.stringify({
+  runs,
+  p50_ms: +pct(samples, 0.5).toFixed(3),
+  p99_ms: +pct(samples, 0.99).toFixed(3),
+  agent_rss_idle_kib: idleRss,
+  agent_rss_100_processes_kib: busyRss,
+}))

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Benchmarks with their same-run limit baselines. Not part of `make test`: targets live here.
+#   commands.run('true') via the npm SDK vs. one HTTP request + posix_spawn(/bin/true)
+#   agent RSS idle and with 100 live processes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${RUNS:-500}
+
+rootfs=$(rootfs-builder/build-base.sh)
+[ -d tests/e2e/node_modules ] || (cd tests/e2e && npm ci --no-audit --no-fund --silent)
+state=$(mktemp -d /tmp/cove-bench.XXXXXX)
+trap 'tests/e2e/sandbox.sh down "$state" >/dev/null 2>&1 || true' EXIT
+tests/e2e/sandbox.sh up "$rootfs" build/bin/cove-agent "$state" -port 49983
+for _ in $(seq 100); do
+  curl -sf -o /dev/null http://127.0.0.1:49983/health && break
+  sleep 0.1
+done
+curl -sf -X POST -d '{"defaultUser":"user"}' http://127.0.0.1:49983/init
+# The agent is PID 1 of the sandbox's pid namespace; find its host pid for RSS.
+agent_pid=$(pgrep -f -n '^/usr/local/bin/cove-agent')
+
+baseline=$(build/bin/cove-bench-baseline "$runs")
+sdk=$(E2B_DEBUG=true node bench/commands-run.mjs "$runs" "$agent_pid")
+
+node -e '
+const b = JSON.parse(process.argv[1]), s = JSON.parse(process.argv[2])
+const row = (name, v, base, unit) => console.log(`${name.padEnd(34)} ${String(v).padStart(9)} ${unit}   baseline ${String(base).padStart(9)} ${unit}   ratio ${(v / base).toFixed(2)}`)
+console.log(`commands.run("true"), ${s.runs} runs (SDK debug mode) vs. HTTP request + posix_spawn(/bin/true)`)
+row("p50", s.p50_ms, b.p50_ms, "ms")
+row("p99", s.p99_ms, b.p99_ms, "ms")
+console.log(`agent RSS idle                     ${s.agent_rss_idle_kib} KiB (target <= 2048 KiB)`)
+console.log(`agent RSS with 100 live processes  ${s.agent_rss_100_processes_kib} KiB`)
+' "$baseline" "$sdk"

@@ -1,0 +1,108 @@
+#include "rest/endpoints.hpp"
+
+#include <time.h>
+
+#include <nlohmann/json.hpp>
+
+#include "rest/json_error.hpp"
+#include "system/rfc3339.hpp"
+
+namespace cove::rest {
+namespace {
+constexpr size_t kInitBodyLimit = 1 << 20;
+
+void maybe_correct_clock(std::chrono::system_clock::time_point host_time) {
+  // envd's window: tolerate 50 ms ahead of the host, 5 s behind.
+  auto now = std::chrono::system_clock::now();
+  if (now >= host_time - std::chrono::milliseconds(50) && now <= host_time + std::chrono::seconds(5)) return;
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(host_time.time_since_epoch()).count();
+  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  clock_settime(CLOCK_REALTIME, &ts);
+}
+}  // namespace
+
+bool parse_init_body(std::string_view body, system::InitRequest& out) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return true;  // empty body is allowed
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return false;
+  try {
+    if (auto it = j.find("envVars"); it != j.end() && !it->is_null()) {
+      out.env_vars = it->get<std::map<std::string, std::string>>();
+    }
+    if (auto it = j.find("accessToken"); it != j.end() && !it->is_null()) {
+      auto token = it->get<std::string>();
+      if (token.empty() || token.find('\\') != std::string::npos) return false;
+      out.access_token = token;
+    }
+    if (auto it = j.find("timestamp"); it != j.end() && !it->is_null()) {
+      auto ts = system::parse_rfc3339(it->get<std::string>());
+      if (!ts) return false;
+      out.timestamp = ts;
+    }
+    if (auto it = j.find("defaultUser"); it != j.end() && !it->is_null()) out.default_user = it->get<std::string>();
+    if (auto it = j.find("defaultWorkdir"); it != j.end() && !it->is_null()) {
+      out.default_workdir = it->get<std::string>();
+    }
+  } catch (const nlohmann::json::exception&) {
+    return false;  // wrong types
+  }
+  return true;
+}
+
+void register_endpoints(http::Router& router, std::shared_ptr<EndpointDeps> d) {
+  router.add("GET", "/health", [](http::Exchange& ex) -> http::net::awaitable<void> {
+    ex.response_headers().set("Cache-Control", "no-store");
+    co_await ex.respond(204, "", "");
+  });
+
+  router.add("POST", "/init", [d](http::Exchange& ex) -> http::net::awaitable<void> {
+    ex.response_headers().set("X-Envd-Version", d->envd_version);
+    auto body = co_await ex.read_body_all(kInitBodyLimit);
+    system::InitRequest req;
+    if (!body || !parse_init_body(*body, req)) {
+      co_await ex.respond(400, "", "");
+      co_return;
+    }
+    switch (d->state.apply_init(req)) {
+      case system::InitOutcome::unauthorized_reset:
+        co_await ex.respond(401, "text/plain; charset=utf-8", "access token reset not authorized");
+        co_return;
+      case system::InitOutcome::token_mismatch:
+        co_await ex.respond(401, "text/plain; charset=utf-8", "access token validation failed");
+        co_return;
+      case system::InitOutcome::applied:
+        if (d->clock_sync && req.timestamp) maybe_correct_clock(*req.timestamp);
+        break;
+      case system::InitOutcome::stale:
+        break;
+    }
+    ex.response_headers().set("Cache-Control", "no-store");
+    co_await ex.respond(204, "", "");
+  });
+
+  router.add("GET", "/envs", [d](http::Exchange& ex) -> http::net::awaitable<void> {
+    nlohmann::json j = d->state.global_env();
+    ex.response_headers().set("Cache-Control", "no-store");
+    co_await ex.respond(200, "application/json", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  });
+
+  router.add("GET", "/metrics", [d](http::Exchange& ex) -> http::net::awaitable<void> {
+    auto sample = d->metrics.sample();
+    if (!sample) {
+      co_await ex.respond(500, "", "");
+      co_return;
+    }
+    ex.response_headers().set("Cache-Control", "no-store");
+    co_await ex.respond(200, "application/json", system::MetricsSampler::to_json(*sample));
+  });
+
+  // The orchestrator's freeze controls. They acknowledge for now; the pause issue gives them
+  // real effect (cgroup freezer, FIFREEZE).
+  for (const char* path : {"/freeze", "/unfreeze", "/fsfreeze", "/fsthaw"}) {
+    router.add("POST", path, [](http::Exchange& ex) -> http::net::awaitable<void> {
+      co_await ex.respond(204, "", "");
+    });
+  }
+}
+
+}  // namespace cove::rest

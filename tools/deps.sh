@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what Cove needs from Debian's repositories, only what is missing, quietly.
+# Idempotent: a machine that has everything makes no apt call at all.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libboost-dev libprotobuf-dev protobuf-compiler libprotoc-dev
+  liburing-dev libseccomp-dev libcap-dev libssl-dev libsqlite3-dev
+  nlohmann-json3-dev libgtest-dev
+  debootstrap util-linux curl ca-certificates
+  nodejs npm
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node may come from elsewhere (e.g. NodeSource) and satisfy us without Debian's package.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  filtered=()
+  for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || filtered+=("$p"); done
+  missing=("${filtered[@]}")
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >/tmp/cove-apt.log 2>&1; then
+  apt-get update -q >>/tmp/cove-apt.log 2>&1
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >>/tmp/cove-apt.log 2>&1 || {
+    tail -n 30 /tmp/cove-apt.log >&2
+    exit 1
+  }
+fi
