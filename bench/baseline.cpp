@@ -1,5 +1,6 @@
 // The floor under `commands.run('true')`: one keep-alive HTTP/1.1 request over loopback to a
-// trivial handler plus posix_spawn + wait of /bin/true. Prints p50/p99 in milliseconds as JSON.
+// trivial handler plus posix_spawn + wait of a command (default /bin/true). Prints p50/p99 in
+// milliseconds as JSON. Usage: cove-bench-baseline [RUNS [COMMAND ARGS...]]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -66,7 +67,10 @@ int main(int argc, char** argv) {
   const std::string request = "POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n";
   std::vector<double> samples;
   char buf[256];
-  char* spawn_argv[] = {const_cast<char*>("/bin/true"), nullptr};
+  std::vector<char*> spawn_argv;
+  for (int i = 2; i < argc; ++i) spawn_argv.push_back(argv[i]);
+  if (spawn_argv.empty()) spawn_argv.push_back(const_cast<char*>("/bin/true"));
+  spawn_argv.push_back(nullptr);
   for (int i = 0; i < runs; ++i) {
     auto t0 = std::chrono::steady_clock::now();
     if (write(c, request.data(), request.size()) < 0) return 1;
@@ -77,7 +81,7 @@ int main(int argc, char** argv) {
       got += n;
     }
     pid_t pid;
-    if (posix_spawn(&pid, "/bin/true", nullptr, nullptr, spawn_argv, environ) != 0) return 1;
+    if (posix_spawn(&pid, spawn_argv[0], nullptr, nullptr, spawn_argv.data(), environ) != 0) return 1;
     int status;
     waitpid(pid, &status, 0);
     samples.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());

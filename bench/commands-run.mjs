@@ -20,6 +20,26 @@ for (let i = 0; i < runs; i++) {
   await sbx.commands.run('true')
   samples.push(performance.now() - t0)
 }
+// The same through the agent without the SDK or bash: Start of /bin/true over Connect JSON.
+const frame = (obj) => {
+  const payload = Buffer.from(JSON.stringify(obj))
+  const head = Buffer.alloc(5)
+  head.writeUInt32BE(payload.length, 1)
+  return Buffer.concat([head, payload])
+}
+const rawBody = frame({ process: { cmd: '/bin/true' }, stdin: false })
+const rawSamples = []
+for (let i = 0; i < runs + 20; i++) {
+  const t0 = performance.now()
+  const res = await fetch('http://127.0.0.1:49983/process.Process/Start', {
+    method: 'POST',
+    headers: { 'content-type': 'application/connect+json', 'connect-protocol-version': '1' },
+    body: rawBody,
+  })
+  const text = Buffer.from(await res.arrayBuffer()).toString('latin1')
+  if (!text.includes('"exited":true')) throw new Error(`unexpected Start response: ${text}`)
+  if (i >= 20) rawSamples.push(performance.now() - t0)
+}
 const idleRss = rssKiB()
 const handles = []
 for (let i = 0; i < 100; i++) handles.push(await sbx.commands.run('sleep 120', { background: true }))
@@ -30,6 +50,8 @@ console.log(JSON.stringify({
   runs,
   p50_ms: +pct(samples, 0.5).toFixed(3),
   p99_ms: +pct(samples, 0.99).toFixed(3),
+  raw_start_p50_ms: +pct(rawSamples, 0.5).toFixed(3),
+  raw_start_p99_ms: +pct(rawSamples, 0.99).toFixed(3),
   agent_rss_idle_kib: idleRss,
   agent_rss_100_processes_kib: busyRss,
 }))

@@ -62,14 +62,16 @@ net::awaitable<void> Agent::handle(http::Exchange& ex) {
 
   if (state_.has_token() && !token_exempt(ex.method(), ex.path()) &&
       !state_.token_matches(ex.header("X-Access-Token"))) {
-    co_await rest::respond_json_error(
-        ex, 401, "unauthorized access, please provide a valid access token or method signing if supported");
+    static const std::string kUnauthorized =
+        "unauthorized access, please provide a valid access token or method signing if supported";
+    co_await rest::respond_json_error(ex, 401, kUnauthorized);
     co_return;
   }
 
   // A Basic-auth user that does not exist is refused on every path, in that path's protocol.
   if (auto name = system::basic_auth_username(ex.header("Authorization")); name && !users_.lookup(*name)) {
-    co_await reject_unauthenticated(ex, "invalid username: '" + *name + "'");
+    const std::string message = "invalid username: '" + *name + "'";  // named: see rpc/connect.cpp
+    co_await reject_unauthenticated(ex, message);
     co_return;
   }
 

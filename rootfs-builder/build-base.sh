@@ -103,12 +103,6 @@ on_exit() {
 }
 trap on_exit EXIT
 
-# dpkg's per-file fsyncs dominate the build time on this disk; a crashed
-# build is thrown away anyway. The file is removed before the rootfs is final.
-unsafe_io=etc/dpkg/dpkg.cfg.d/cove-unsafe-io
-mkdir -p "$tmp/${unsafe_io%/*}"
-echo force-unsafe-io >"$tmp/$unsafe_io"
-
 # All mounts (debootstrap's own proc/sys, and ours for the chroot) live in
 # a private mount namespace, so a failure can never leave them on the host.
 log "debootstrap $SUITE from $mirror (log: $buildlog)"
@@ -147,8 +141,6 @@ if [[ ! -e $tmp/etc/hosts ]]; then
   printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' \
     >"$tmp/etc/hosts"
 fi
-
-rm "$tmp/$unsafe_io"
 
 # Marker last, then an atomic rename: readers never see a partial rootfs.
 printf 'suite=%s mirror=%s hash=%s\n' "$SUITE" "$mirror" "$hash" >"$tmp/$marker"

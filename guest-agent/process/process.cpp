@@ -77,18 +77,22 @@ void Process::kill_at(std::chrono::steady_clock::time_point deadline) {
 }
 
 bool Process::signal(int signo) {
-  if (wait_status_) return true;  // already exited; nothing left to signal
-  // The child leads its own process group (setsid), so this reaches everything it started.
+  if (hub_->ended()) return true;  // finished; nothing left to signal
+  // The child leads its own process group (setsid), so this reaches everything it started,
+  // including descendants still holding the output pipes after the leader was reaped. The
+  // group id cannot be reused while any member lives, so this is safe after the reap.
   int rc = ::kill(-pid_, signo);
-  if (rc != 0) rc = ::kill(pid_, signo);
-  if (rc != 0) return false;
-  if (signo == SIGKILL || signo == SIGTERM) skip_remaining_output_ = true;
+  if (rc != 0 && !wait_status_) rc = ::kill(pid_, signo);
+  if (rc != 0 && !wait_status_) return false;
+  if (signo == SIGKILL || signo == SIGTERM) {
+    skip_remaining_output_ = true;
+    if (wait_status_) stop_readers();  // as envd: a kill stops waiting for output
+  }
   return true;
 }
 
 void Process::on_exit(int wait_status) {
   wait_status_ = wait_status;
-  deadline_.cancel();
   // After SendSignal/deadline kills, don't wait for pipes held open by stray descendants.
   if (skip_remaining_output_) stop_readers();
   maybe_finish();
@@ -104,6 +108,8 @@ void Process::stop_readers() {
 
 void Process::maybe_finish() {
   if (!wait_status_ || open_readers_ > 0 || hub_->ended()) return;
+  // The lifetime deadline holds until the end: descendants may keep the output open.
+  deadline_.cancel();
   boost::system::error_code ignored;
   if (stdin_) stdin_->close(ignored);
   if (stdout_) stdout_->close(ignored);

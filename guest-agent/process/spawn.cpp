@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <pty.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -64,6 +66,60 @@ std::vector<std::string> executable_candidates(const std::string& command,
   return out;
 }
 
+// What the child needs, prepared by the parent. The child shares the parent's memory until it
+// execs (CLONE_VM|CLONE_VFORK, as posix_spawn does), so it only reads this and makes raw
+// system calls: glibc's setuid & co. would try to change every thread of the *parent*.
+namespace {
+struct ChildArgs {
+  const SpawnSpec* spec;
+  int in_fd, out_fd, err_fd, pty_slave;
+  const std::vector<std::string>* candidates;
+  char* const* argv;
+  char* const* envp;
+};
+
+int child_main(void* raw) {
+  const auto& a = *static_cast<const ChildArgs*>(raw);
+  const SpawnSpec& spec = *a.spec;
+  // The parent blocked every signal around clone so none can run one of its handlers on this
+  // shared memory; reset the dispositions (not CLONE_SIGHAND: they are the child's own), then
+  // unblock.
+  for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  setsid();
+  if (a.pty_slave >= 0) {
+    ioctl(a.pty_slave, TIOCSCTTY, 0);
+    dup2(a.pty_slave, 0);
+    dup2(a.pty_slave, 1);
+    dup2(a.pty_slave, 2);
+  } else {
+    int in = a.in_fd >= 0 ? a.in_fd : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in >= 0) dup2(in, 0);
+    dup2(a.out_fd, 1);
+    dup2(a.err_fd, 2);
+  }
+  syscall(SYS_close_range, 3U, ~0U, 0U);
+  if (syscall(SYS_setgroups, spec.groups.size(), spec.groups.data()) != 0) child_fail("setgroups", nullptr, errno, 126);
+  if (syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0) child_fail("setgid", nullptr, errno, 126);
+  if (syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0) child_fail("setuid", nullptr, errno, 126);
+  if (chdir(spec.cwd.c_str()) != 0) child_fail("chdir", spec.cwd.c_str(), errno, 126);
+  int exec_errno = ENOENT;
+  for (const auto& candidate : *a.candidates) {
+    execve(candidate.c_str(), a.argv, a.envp);
+    // As execvp: keep searching past missing or inaccessible entries, remember EACCES.
+    if (errno == EACCES) {
+      exec_errno = EACCES;
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+      exec_errno = errno;
+      break;
+    }
+  }
+  child_fail("exec", spec.command.c_str(), exec_errno, exec_errno == ENOENT ? 127 : 126);
+}
+}  // namespace
+
 SpawnedChild spawn_child(const SpawnSpec& spec, int* error) {
   *error = 0;
   SpawnedChild child;
@@ -94,56 +150,29 @@ SpawnedChild spawn_child(const SpawnSpec& spec, int* error) {
   std::vector<std::string> candidates = executable_candidates(spec.command, spec.env);
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(spec.command.c_str()));
-  for (const auto& a : spec.args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& arg : spec.args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   std::vector<char*> envp;
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const char* cwd = spec.cwd.c_str();
-  const char* command = spec.command.c_str();
+  ChildArgs args{&spec, in_pipe[0], out_pipe[1], err_pipe[1], pty_slave, &candidates, argv.data(), envp.data()};
 
-  pid_t pid = fork();
-  if (pid < 0) return fail(errno);
-  if (pid == 0) {
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, nullptr);
-    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
-    setsid();
-    if (spec.pty) {
-      ioctl(pty_slave, TIOCSCTTY, 0);
-      dup2(pty_slave, 0);
-      dup2(pty_slave, 1);
-      dup2(pty_slave, 2);
-    } else {
-      int in = in_pipe[0];
-      if (spec.stdin_mode == StdinMode::null) in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (in >= 0) dup2(in, 0);
-      dup2(out_pipe[1], 1);
-      dup2(err_pipe[1], 2);
-    }
-    syscall(SYS_close_range, 3U, ~0U, 0U);
-    if (int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC); fd >= 0) {
-      // Let the kernel pick user processes before the agent under memory pressure.
-      (void)!write(fd, "100", 3);
-      close(fd);
-    }
-    if (setgroups(spec.groups.size(), spec.groups.data()) != 0) child_fail("setgroups", nullptr, errno, 126);
-    if (setgid(spec.gid) != 0) child_fail("setgid", nullptr, errno, 126);
-    if (setuid(spec.uid) != 0) child_fail("setuid", nullptr, errno, 126);
-    if (chdir(cwd) != 0) child_fail("chdir", cwd, errno, 126);
-    int exec_errno = ENOENT;
-    for (const auto& candidate : candidates) {
-      execve(candidate.c_str(), argv.data(), envp.data());
-      // As execvp: keep searching past missing or inaccessible entries, remember EACCES.
-      if (errno == EACCES) {
-        exec_errno = EACCES;
-      } else if (errno != ENOENT && errno != ENOTDIR) {
-        exec_errno = errno;
-        break;
-      }
-    }
-    child_fail("exec", command, exec_errno, exec_errno == ENOENT ? 127 : 126);
+  // The parent is suspended until the child execs or exits, so one stack serves every spawn
+  // (spawns happen on the agent's single io thread).
+  alignas(64) static char child_stack[64 * 1024];
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  pid_t pid = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  int clone_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (pid < 0) return fail(clone_errno);
+  // Let the kernel pick user processes before the agent under memory pressure. Written from
+  // here, after the child exec'd: while it still shared our memory, the kernel would have
+  // applied the value to the agent as well.
+  if (int fd = open(("/proc/" + std::to_string(pid) + "/oom_score_adj").c_str(), O_WRONLY | O_CLOEXEC); fd >= 0) {
+    (void)!write(fd, "100", 3);
+    close(fd);
   }
 
   child.pid = pid;

@@ -19,12 +19,46 @@ void maybe_correct_clock(std::chrono::system_clock::time_point host_time) {
   timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
   clock_settime(CLOCK_REALTIME, &ts);
 }
+// envd refuses a token written with any JSON escape (its raw text may not contain '\\'), so the
+// check must look at the raw body: after decoding, "\u0061" and "a" are indistinguishable.
+// Scans the top-level object for the raw value of "accessToken".
+bool raw_token_has_escape(std::string_view body) {
+  int depth = 0;
+  bool expect_key = false;
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c == '{' || c == '[') {
+      ++depth;
+      expect_key = (c == '{' && depth == 1);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 1) {
+      expect_key = true;
+    } else if (c == '"') {
+      size_t start = ++i;
+      while (i < body.size() && body[i] != '"') i += body[i] == '\\' ? 2 : 1;
+      std::string_view raw = body.substr(start, i - start);
+      if (depth != 1 || !expect_key) continue;
+      expect_key = false;
+      size_t j = body.find_first_not_of(" \t\r\n", i + 1);
+      if (j == std::string_view::npos || body[j] != ':') continue;
+      j = body.find_first_not_of(" \t\r\n", j + 1);
+      if (raw != "accessToken" || j == std::string_view::npos || body[j] != '"') continue;
+      for (size_t k = j + 1; k < body.size() && body[k] != '"'; ++k) {
+        if (body[k] == '\\') return true;
+      }
+    }
+  }
+  return false;
+}
 }  // namespace
 
 bool parse_init_body(std::string_view body, system::InitRequest& out) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return true;  // empty body is allowed
   auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_null()) return true;  // `null`, like an empty body, sets nothing
   if (j.is_discarded() || !j.is_object()) return false;
+  if (raw_token_has_escape(body)) return false;
   try {
     if (auto it = j.find("envVars"); it != j.end() && !it->is_null()) {
       out.env_vars = it->get<std::map<std::string, std::string>>();

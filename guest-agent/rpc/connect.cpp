@@ -135,34 +135,35 @@ net::awaitable<void> ConnectRouter::serve_unary(http::Exchange& exchange, const 
   CallContext ctx{exchange, *codec};
   if (!identity_encoding(exchange.header("Content-Encoding"))) {
     exchange.close_after();
-    co_await reject(exchange, false, *codec,
-                    {Code::unimplemented, "unknown compression \"" +
-                                              std::string(exchange.header("Content-Encoding")) +
-                                              "\": supported encodings are identity"});
+    const Status status{Code::unimplemented, "unknown compression \"" +
+                                                 std::string(exchange.header("Content-Encoding")) +
+                                                 "\": supported encodings are identity"};
+    co_await reject(exchange, false, *codec, status);
     co_return;
   }
   if (exchange.has_header("Connect-Timeout-Ms")) {
     ctx.timeout = parse_timeout_ms(exchange.header("Connect-Timeout-Ms"));
     if (!ctx.timeout) {
       exchange.close_after();
-      co_await reject(exchange, false, *codec,
-                      {Code::invalid_argument, "protocol error: invalid timeout \"" +
-                                                   std::string(exchange.header("Connect-Timeout-Ms")) + "\""});
+      const Status status{Code::invalid_argument, "protocol error: invalid timeout \"" +
+                                                      std::string(exchange.header("Connect-Timeout-Ms")) + "\""};
+      co_await reject(exchange, false, *codec, status);
       co_return;
     }
     ctx.deadline = Clock::now() + *ctx.timeout;
   }
   auto body = co_await exchange.read_body_all(kMaxMessageBytes);
   if (!body) {
-    co_await reject(exchange, false, *codec,
-                    {Code::resource_exhausted,
-                     "message is larger than configured max " + std::to_string(kMaxMessageBytes)});
+    const Status status{Code::resource_exhausted,
+                        "message is larger than configured max " + std::to_string(kMaxMessageBytes)};
+    co_await reject(exchange, false, *codec, status);
     co_return;
   }
   std::unique_ptr<Message> request(method.request_prototype->New());
   std::string detail;
   if (!decode_message(*codec, *body, *request, &detail)) {
-    co_await reject(exchange, false, *codec, {Code::invalid_argument, decode_error(*request, detail)});
+    const Status status{Code::invalid_argument, decode_error(*request, detail)};
+    co_await reject(exchange, false, *codec, status);
     co_return;
   }
   std::unique_ptr<Message> response(method.response_prototype->New());
@@ -186,7 +187,9 @@ net::awaitable<void> ConnectRouter::serve_streaming(http::Exchange& exchange, co
   // From here on every outcome is HTTP 200 plus frames ending in an end-stream frame.
   co_await exchange.begin_stream(200, content_type_for(*codec, true));
 
-  auto finish = [&](Status status) -> net::awaitable<void> {
+  // Callers pass named Status objects only: GCC 12 destroys brace-initialised temporaries in a
+  // co_await operand twice.
+  auto finish = [&](const Status& status) -> net::awaitable<void> {
     co_await exchange.stop_watching_peer();
     if (!exchange.peer_gone()) {
       co_await exchange.write_chunk(encode_envelope(kFlagEndStream, end_stream_json(status)));
@@ -196,17 +199,19 @@ net::awaitable<void> ConnectRouter::serve_streaming(http::Exchange& exchange, co
 
   if (!identity_encoding(exchange.header("Connect-Content-Encoding"))) {
     exchange.close_after();
-    co_await finish({Code::unimplemented, "unknown compression \"" +
-                                              std::string(exchange.header("Connect-Content-Encoding")) +
-                                              "\": supported encodings are identity"});
+    const Status status{Code::unimplemented, "unknown compression \"" +
+                                                 std::string(exchange.header("Connect-Content-Encoding")) +
+                                                 "\": supported encodings are identity"};
+    co_await finish(status);
     co_return;
   }
   if (exchange.has_header("Connect-Timeout-Ms")) {
     ctx.timeout = parse_timeout_ms(exchange.header("Connect-Timeout-Ms"));
     if (!ctx.timeout) {
       exchange.close_after();
-      co_await finish({Code::invalid_argument, "protocol error: invalid timeout \"" +
-                                                   std::string(exchange.header("Connect-Timeout-Ms")) + "\""});
+      const Status status{Code::invalid_argument, "protocol error: invalid timeout \"" +
+                                                      std::string(exchange.header("Connect-Timeout-Ms")) + "\""};
+      co_await finish(status);
       co_return;
     }
     ctx.deadline = Clock::now() + *ctx.timeout;
@@ -228,9 +233,8 @@ net::awaitable<void> ConnectRouter::serve_streaming(http::Exchange& exchange, co
     std::unique_ptr<Message> extra(method.request_prototype->New());
     if (co_await input.next(*extra, read_error) || !read_error.ok()) {
       exchange.close_after();
-      co_await finish(read_error.ok() ? Status{Code::invalid_argument,
-                                               "protocol error: expected exactly one request message"}
-                                      : read_error);
+      if (read_error.ok()) read_error = {Code::invalid_argument, "protocol error: expected exactly one request message"};
+      co_await finish(read_error);
       co_return;
     }
     ServerStream stream(ctx);

@@ -50,7 +50,8 @@ std::optional<MemInfo> parse_meminfo(const std::string& text) {
     if (key == "MemTotal:") { m.total = bytes; have_total = true; }
     else if (key == "MemFree:") m.free = bytes;
     else if (key == "Buffers:") m.buffers = bytes;
-    else if (key == "Cached:") m.cached = bytes;
+    else if (key == "Cached:") m.cached += bytes;
+    else if (key == "SReclaimable:") m.cached += bytes;  // gopsutil counts it as cache, as envd reports
   }
   if (!have_total) return std::nullopt;
   return m;

@@ -21,7 +21,8 @@ struct CpuTimes {
 
 // Parses the aggregate "cpu" line of /proc/stat.
 std::optional<CpuTimes> parse_proc_stat(const std::string& text);
-// total/free/buffers/cached in bytes from /proc/meminfo; used = total - free - buffers - cached.
+// total/free/buffers/cached in bytes from /proc/meminfo (cached includes SReclaimable, as
+// gopsutil reports it); used = total - free - buffers - cached.
 struct MemInfo {
   uint64_t total = 0, free = 0, buffers = 0, cached = 0;
 };

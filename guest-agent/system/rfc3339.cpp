@@ -28,12 +28,15 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view s) {
   int year, month, day, hour, minute, second;
   if (!digits(s, 0, 4, year) || s.size() < 19 || s[4] != '-' || !digits(s, 5, 2, month) || s[7] != '-' ||
-      !digits(s, 8, 2, day) || (s[10] != 'T' && s[10] != 't') || !digits(s, 11, 2, hour) || s[13] != ':' ||
+      !digits(s, 8, 2, day) || s[10] != 'T' || !digits(s, 11, 2, hour) || s[13] != ':' ||
       !digits(s, 14, 2, minute) || s[16] != ':' || !digits(s, 17, 2, second)) {
     return std::nullopt;
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
-    return std::nullopt;
+  static constexpr int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (month < 1 || month > 12 || day < 1 || day > kDays[month - 1] || (month == 2 && day == 29 && !leap) ||
+      hour > 23 || minute > 59 || second > 59) {
+    return std::nullopt;  // Go's time.Parse rejects these too
   }
   size_t pos = 19;
   int64_t nanos = 0;
@@ -49,11 +52,12 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
     if (pos == start) return std::nullopt;
   }
   int64_t offset_seconds = 0;
-  if (pos < s.size() && (s[pos] == 'Z' || s[pos] == 'z')) {
+  if (pos < s.size() && s[pos] == 'Z') {
     ++pos;
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     int oh, om;
-    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(s, pos + 4, 2, om)) {
+    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(s, pos + 4, 2, om) ||
+        oh > 23 || om > 59) {
       return std::nullopt;
     }
     offset_seconds = (oh * 3600 + om * 60) * (s[pos] == '+' ? 1 : -1);

@@ -1,11 +1,12 @@
 // Background commands: list/kill, process-group kill, stdin, timeouts, reconnect with replay.
 import assert from 'node:assert/strict'
-import { before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 
 import { CommandExitError, TimeoutError } from 'e2b'
-import { TEST_TIMEOUT, createSandbox, pgrep, pollUntil, settleWithin, sleep, waitNoProcess } from './helpers.mjs'
+import { TEST_TIMEOUT, createSandbox, lazy, pgrep, pollUntil, settleWithin, sleep, waitNoProcess } from './helpers.mjs'
 
 const T = { timeout: TEST_TIMEOUT }
+const sandbox = lazy(createSandbox)
 
 /** A killed command's wait() rejects with CommandExitError, exit code -1 (envd: "signal: killed"). */
 async function assertKilled(handle, what) {
@@ -17,12 +18,8 @@ async function assertKilled(handle, what) {
 }
 
 describe('background commands', () => {
-  let sbx
-  before(async () => {
-    sbx = await createSandbox()
-  })
-
   test('list shows a background command with its config; kill removes it', T, async () => {
+    const sbx = await sandbox()
     const handle = await sbx.commands.run('sleep 30', { background: true })
     assert.ok(Number.isInteger(handle.pid) && handle.pid > 0, `pid ${handle.pid}`)
 
@@ -43,10 +40,12 @@ describe('background commands', () => {
   })
 
   test('kill of an unknown pid returns false', T, async () => {
+    const sbx = await sandbox()
     assert.equal(await sbx.commands.kill(999999), false)
   })
 
   test('kill takes down the whole process group', T, async () => {
+    const sbx = await sandbox()
     const pattern = 'sleep [1]00'
     const handle = await sbx.commands.run("bash -c 'sleep 100 & sleep 100 & wait'", { background: true })
     // Both sleeps (and the inner bash, whose command line mentions them) are running.
@@ -61,6 +60,7 @@ describe('background commands', () => {
   })
 
   test('stdin: sendStdin is forwarded unbuffered, closeStdin gives EOF', T, async () => {
+    const sbx = await sandbox()
     const handle = await sbx.commands.run('cat', { background: true, stdin: true })
     await sbx.commands.sendStdin(handle.pid, 'Hello, World!')
     await pollUntil(
@@ -77,6 +77,7 @@ describe('background commands', () => {
   })
 
   test('a command without stdin:true cannot be written to', T, async () => {
+    const sbx = await sandbox()
     const handle = await sbx.commands.run('cat', { background: true })
     // stdin is /dev/null, so cat sees EOF and exits at once.
     const r = await settleWithin(handle.wait(), 5_000, 'cat with stdin disabled')
@@ -85,6 +86,7 @@ describe('background commands', () => {
   })
 
   test('timeoutMs kills the command and rejects with TimeoutError', T, async () => {
+    const sbx = await sandbox()
     const started = Date.now()
     await assert.rejects(sbx.commands.run('sleep 10', { timeoutMs: 1_000 }), TimeoutError)
     const elapsed = Date.now() - started
@@ -94,6 +96,7 @@ describe('background commands', () => {
   })
 
   test('reconnect replays output produced while disconnected, in order, once', T, async () => {
+    const sbx = await sandbox()
     // The loop prints a tick every 0.3 s (~1.8 s in all). The first attachment sees tick-1 live and
     // detaches half-way to tick-2; tick-2..tick-6 are produced while nobody is attached. Cove keeps
     // that output and replays it on Connect (envd would drop it). Across both attachments every

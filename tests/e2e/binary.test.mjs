@@ -1,11 +1,11 @@
 // The Connect protocol with the binary (protobuf) codec, through @connectrpc/connect-node and service
 // descriptors loaded at run time from COVE_DESCRIPTORS (the e2b SDK itself only speaks JSON).
 import assert from 'node:assert/strict'
-import { before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 
 import { Code, ConnectError, createClient } from '@connectrpc/connect'
 import { createConnectTransport } from '@connectrpc/connect-node'
-import { AGENT_URL, TEST_TIMEOUT, loadDescriptors, pollUntil } from './helpers.mjs'
+import { AGENT_URL, TEST_TIMEOUT, lazy, loadDescriptors, pollUntil } from './helpers.mjs'
 
 const T = { timeout: TEST_TIMEOUT }
 
@@ -30,34 +30,33 @@ async function nextEvent(iter) {
 
 const bySelector = (pid) => ({ process: { selector: { case: 'pid', value: pid } } })
 
-describe('Connect binary codec (process.Process)', () => {
-  let client
-  let sigkill
+/** process.Process client over Connect + binary codec; records "<Method> <response content-type>". */
+const setup = lazy(async () => {
+  const { registry, processService } = loadDescriptors()
+  const signal = registry.getEnum('process.Signal')
+  assert.ok(signal, 'process.Signal missing from the descriptor set')
+  const sigkill = signal.values.find((v) => v.name === 'SIGNAL_SIGKILL')?.number
+  assert.equal(sigkill, 9)
+
   const contentTypes = []
-
-  before(() => {
-    const { registry, processService } = loadDescriptors()
-    const signal = registry.getEnum('process.Signal')
-    assert.ok(signal, 'process.Signal missing from the descriptor set')
-    sigkill = signal.values.find((v) => v.name === 'SIGNAL_SIGKILL')?.number
-    assert.equal(sigkill, 9)
-
-    const transport = createConnectTransport({
-      baseUrl: AGENT_URL,
-      httpVersion: '1.1',
-      useBinaryFormat: true,
-      interceptors: [
-        (next) => async (req) => {
-          const res = await next(req)
-          contentTypes.push(`${req.method.name} ${res.header.get('content-type')}`)
-          return res
-        },
-      ],
-    })
-    client = createClient(processService, transport)
+  const transport = createConnectTransport({
+    baseUrl: AGENT_URL,
+    httpVersion: '1.1',
+    useBinaryFormat: true,
+    interceptors: [
+      (next) => async (req) => {
+        const res = await next(req)
+        contentTypes.push(`${req.method.name} ${res.header.get('content-type')}`)
+        return res
+      },
+    ],
   })
+  return { client: createClient(processService, transport), sigkill, contentTypes }
+})
 
+describe('Connect binary codec (process.Process)', () => {
   test('Start streams start, stdout bytes and end', T, async () => {
+    const { client, contentTypes } = await setup()
     const stream = client.start(
       { process: { cmd: '/bin/echo', args: ['hello', 'binary wörld', '$HOME'] }, stdin: false },
       { timeoutMs: 20_000 },
@@ -87,6 +86,7 @@ describe('Connect binary codec (process.Process)', () => {
   })
 
   test('Connect to a running process, SendSignal SIGKILL ends it with exit code -1', T, async () => {
+    const { client, sigkill, contentTypes } = await setup()
     const ac = new AbortController()
     const started = client
       .start({ process: { cmd: '/bin/sleep', args: ['5'] } }, { timeoutMs: 20_000, signal: ac.signal })
@@ -127,6 +127,7 @@ describe('Connect binary codec (process.Process)', () => {
   })
 
   test('List contains a running process with its config', T, async () => {
+    const { client, sigkill, contentTypes } = await setup()
     const ac = new AbortController()
     const started = client
       .start(

@@ -1,19 +1,16 @@
 // commands.run through the e2b SDK: exact output, exit codes, concurrency.
 import assert from 'node:assert/strict'
-import { before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 
 import { CommandExitError } from 'e2b'
-import { TEST_TIMEOUT, createSandbox } from './helpers.mjs'
+import { TEST_TIMEOUT, createSandbox, lazy } from './helpers.mjs'
 
 const T = { timeout: TEST_TIMEOUT }
+const sandbox = lazy(createSandbox)
 
 describe('commands.run', () => {
-  let sbx
-  before(async () => {
-    sbx = await createSandbox()
-  })
-
   test('exact stdout and stderr', T, async () => {
+    const sbx = await sandbox()
     const r = await sbx.commands.run('echo hello; echo err >&2')
     assert.equal(r.exitCode, 0)
     assert.equal(r.stdout, 'hello\n')
@@ -22,6 +19,7 @@ describe('commands.run', () => {
   })
 
   test('multi-line output and a multi-line script', T, async () => {
+    const sbx = await sandbox()
     const r = await sbx.commands.run("printf 'line1\\nline2\\n\\nline4'")
     assert.equal(r.stdout, 'line1\nline2\n\nline4')
     const s = await sbx.commands.run('echo one\necho two\n  echo three')
@@ -29,6 +27,7 @@ describe('commands.run', () => {
   })
 
   test('special characters and UTF-8 pass through unchanged', T, async () => {
+    const sbx = await sandbox()
     const special = '!@#$%^&*()_+-=[]{}|;:",./<>?~`\\'
     const r = await sbx.commands.run(`echo '${special}'`)
     assert.equal(r.stdout, `${special}\n`)
@@ -44,6 +43,7 @@ describe('commands.run', () => {
   })
 
   test('large output arrives complete and in order', T, async () => {
+    const sbx = await sandbox()
     const r = await sbx.commands.run('seq 1 20000')
     const expected = Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join('')
     assert.equal(r.stdout.length, expected.length)
@@ -51,6 +51,7 @@ describe('commands.run', () => {
   })
 
   test('non-zero exit rejects with CommandExitError carrying exitCode, stdout and stderr', T, async () => {
+    const sbx = await sandbox()
     const err = await sbx.commands.run('echo out; echo oops >&2; exit 3').then(
       () => assert.fail('expected CommandExitError'),
       (e) => e,
@@ -63,6 +64,7 @@ describe('commands.run', () => {
   })
 
   test('missing binary gives CommandExitError with exit code 127', T, async () => {
+    const sbx = await sandbox()
     const err = await sbx.commands.run('definitely-not-a-command-xyz').then(
       () => assert.fail('expected CommandExitError'),
       (e) => e,
@@ -74,6 +76,7 @@ describe('commands.run', () => {
   })
 
   test('40 concurrent commands each get their own output', T, async () => {
+    const sbx = await sandbox()
     const n = 40
     const results = await Promise.all(
       Array.from({ length: n }, (_, i) => sbx.commands.run(`echo $((${i} * ${i})) worker-${i}; echo e-${i} >&2`)),

@@ -2,26 +2,24 @@
 // run.sh has sent POST /init with envVars {COVE_E2E_GLOBAL: 'from-init', COVE_E2E_OVERRIDE: 'init'}
 // and defaultUser 'user' before this suite starts.
 import assert from 'node:assert/strict'
-import { before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 
 import { InvalidArgumentError } from 'e2b'
-import { TEST_TIMEOUT, createSandbox, sh } from './helpers.mjs'
+import { TEST_TIMEOUT, createSandbox, lazy, sh } from './helpers.mjs'
 
 const T = { timeout: TEST_TIMEOUT }
+const sandbox = lazy(createSandbox)
 
 describe('environment', () => {
-  let sbx
-  before(async () => {
-    sbx = await createSandbox()
-  })
-
   test('global envVars from /init are visible to commands', T, async () => {
+    const sbx = await sandbox()
     assert.equal(await sh(sbx, 'echo "$COVE_E2E_GLOBAL"'), 'from-init')
     assert.equal(await sh(sbx, 'echo "$COVE_E2E_OVERRIDE"'), 'init')
     assert.equal(await sh(sbx, 'echo "$COVE_E2E_GLOBAL"', { user: 'root' }), 'from-init')
   })
 
   test('request envs override /init envVars and add new ones', T, async () => {
+    const sbx = await sandbox()
     const out = await sh(sbx, 'echo "$COVE_E2E_OVERRIDE|$COVE_E2E_GLOBAL|$COVE_E2E_REQUEST_ONLY"', {
       envs: { COVE_E2E_OVERRIDE: 'request', COVE_E2E_REQUEST_ONLY: 'only-here' },
     })
@@ -31,6 +29,7 @@ describe('environment', () => {
   })
 
   test('default user is `user` with HOME/USER/LOGNAME set', T, async () => {
+    const sbx = await sandbox()
     assert.equal(await sh(sbx, 'echo "$HOME|$USER|$LOGNAME"'), '/home/user|user|user')
     assert.equal(await sh(sbx, 'whoami'), 'user')
     assert.equal(await sh(sbx, 'id -u'), '1000')
@@ -38,12 +37,14 @@ describe('environment', () => {
   })
 
   test("user: 'root' runs as root with root's HOME/USER/LOGNAME", T, async () => {
+    const sbx = await sandbox()
     assert.equal(await sh(sbx, 'echo "$HOME|$USER|$LOGNAME"', { user: 'root' }), '/root|root|root')
     assert.equal(await sh(sbx, 'whoami', { user: 'root' }), 'root')
     assert.equal(await sh(sbx, 'id -u', { user: 'root' }), '0')
   })
 
   test('supplementary groups of `user` include sudo', T, async () => {
+    const sbx = await sandbox()
     const sudoGroup = await sh(sbx, 'getent group sudo')
     const [, , sudoGid, members] = sudoGroup.split(':')
     assert.match(sudoGid, /^\d+$/, `unexpected group entry: ${sudoGroup}`)
@@ -56,6 +57,7 @@ describe('environment', () => {
   })
 
   test('PATH is set and finds the usual binaries', T, async () => {
+    const sbx = await sandbox()
     for (const user of [undefined, 'root']) {
       const out = await sh(sbx, 'echo "$PATH"; command -v ls', { user })
       const [path, ls] = out.split('\n')
@@ -66,22 +68,20 @@ describe('environment', () => {
 })
 
 describe('working directory', () => {
-  let sbx
-  before(async () => {
-    sbx = await createSandbox()
-  })
-
   test('cwd option sets the working directory', T, async () => {
+    const sbx = await sandbox()
     assert.equal(await sh(sbx, 'pwd', { cwd: '/tmp' }), '/tmp')
     assert.equal(await sh(sbx, 'pwd', { cwd: '/usr/share' }), '/usr/share')
   })
 
   test('without cwd a command starts in the user home', T, async () => {
+    const sbx = await sandbox()
     assert.equal(await sh(sbx, 'pwd'), '/home/user')
     assert.equal(await sh(sbx, 'pwd', { user: 'root' }), '/root')
   })
 
   test('relative cwd and relative command paths resolve under home', T, async () => {
+    const sbx = await sandbox()
     await sh(sbx, 'rm -rf cove-e2e-rel && mkdir -p cove-e2e-rel/sub')
     assert.equal(await sh(sbx, 'pwd', { cwd: 'cove-e2e-rel/sub' }), '/home/user/cove-e2e-rel/sub')
     assert.equal(await sh(sbx, 'pwd', { cwd: 'cove-e2e-rel/sub/..' }), '/home/user/cove-e2e-rel')
@@ -99,6 +99,7 @@ describe('working directory', () => {
   })
 
   test('a missing cwd rejects with InvalidArgumentError', T, async () => {
+    const sbx = await sandbox()
     const err = await sbx.commands.run('pwd', { cwd: '/definitely/missing/dir-xyz' }).then(
       () => assert.fail('expected InvalidArgumentError'),
       (e) => e,

@@ -19,6 +19,16 @@ export const AGENT_URL = 'http://127.0.0.1:49983'
 /** Per-test timeout (ms) for node:test; the whole suite must stay well under ~2 minutes. */
 export const TEST_TIMEOUT = 30_000
 
+/**
+ * Memoise an async setup function. Tests call the result instead of using a before() hook:
+ * a failing hook only marks tests "cancelled" (not counted in `# fail`), while a setup error
+ * raised inside each test fails every test that needs it.
+ */
+export function lazy(fn) {
+  let promise
+  return () => (promise ??= fn())
+}
+
 /** A Sandbox handle in debug mode. Refuses to run against anything but the local agent. */
 export async function createSandbox() {
   assert.equal(

@@ -1,11 +1,12 @@
 // Interactive PTY sessions through sandbox.pty.
 import assert from 'node:assert/strict'
-import { before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 
 import { CommandExitError } from 'e2b'
-import { TEST_TIMEOUT, createSandbox, pollUntil, settleWithin } from './helpers.mjs'
+import { TEST_TIMEOUT, createSandbox, lazy, pollUntil, settleWithin } from './helpers.mjs'
 
 const T = { timeout: TEST_TIMEOUT }
+const sandbox = lazy(createSandbox)
 
 /**
  * The complete lines of terminal output as a user would read them: escape sequences (colours,
@@ -24,12 +25,8 @@ function screenLines(out) {
 }
 
 describe('pty', () => {
-  let sbx
-  before(async () => {
-    sbx = await createSandbox()
-  })
-
   test('create, input, resize, kill', T, async () => {
+    const sbx = await sandbox()
     const encoder = new TextEncoder()
     const decoder = new TextDecoder()
     let out = ''
