@@ -40,6 +40,24 @@ for (let i = 0; i < runs + 20; i++) {
   if (!text.includes('"exited":true')) throw new Error(`unexpected Start response: ${text}`)
   if (i >= 20) rawSamples.push(performance.now() - t0)
 }
+// POST /init (the orchestrator's call, budget 50 ms) beside GET /health on the same agent.
+const timeFetch = async (n, url, init) => {
+  const xs = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    const res = await fetch(url, init?.(i))
+    await res.arrayBuffer()
+    if (res.status !== 204) throw new Error(`${url}: ${res.status}`)
+    xs.push(performance.now() - t0)
+  }
+  return xs
+}
+const initSamples = await timeFetch(200, 'http://127.0.0.1:49983/init', () => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ envVars: {}, defaultUser: 'user', timestamp: new Date().toISOString() }),
+}))
+const healthSamples = await timeFetch(200, 'http://127.0.0.1:49983/health')
 const idleRss = rssKiB()
 const handles = []
 for (let i = 0; i < 100; i++) handles.push(await sbx.commands.run('sleep 120', { background: true }))
@@ -50,6 +68,8 @@ console.log(JSON.stringify({
   runs,
   p50_ms: +pct(samples, 0.5).toFixed(3),
   p99_ms: +pct(samples, 0.99).toFixed(3),
+  init_p50_ms: +pct(initSamples, 0.5).toFixed(3),
+  health_p50_ms: +pct(healthSamples, 0.5).toFixed(3),
   raw_start_p50_ms: +pct(rawSamples, 0.5).toFixed(3),
   raw_start_p99_ms: +pct(rawSamples, 0.99).toFixed(3),
   agent_rss_idle_kib: idleRss,

@@ -107,6 +107,28 @@ describe('agent', () => {
     })
   })
 
+  test('StreamInput delivers stdin in order after its start message', T, async () => {
+    const sbx = await sandbox()
+    const handle = await sbx.commands.run('cat', { background: true, stdin: true })
+    const body = Buffer.concat([
+      envelope({ start: { process: { pid: handle.pid } } }),
+      envelope({ data: { input: { stdin: Buffer.from('one ').toString('base64') } } }),
+      envelope({ keepalive: {} }),
+      envelope({ data: { input: { stdin: Buffer.from('two').toString('base64') } } }),
+    ])
+    const res = await fetch(`${AGENT_URL}/process.Process/StreamInput`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/connect+json' },
+      body,
+    })
+    assert.equal(res.status, 200)
+    const got = frames(Buffer.from(await res.arrayBuffer()))
+    assert.deepEqual(got, [{ flags: 0, json: {} }, { flags: 2, json: {} }])
+    await sbx.commands.closeStdin(handle.pid)
+    const result = await handle.wait()
+    assert.equal(result.stdout, 'one two')
+  })
+
   test('GET /envs and /metrics report what the orchestrator reads', T, async () => {
     const envs = await (await fetch(`${AGENT_URL}/envs`)).json()
     assert.equal(envs.E2B_SANDBOX, 'true')

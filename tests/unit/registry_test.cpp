@@ -480,3 +480,35 @@ TEST(Registry, ShortRetentionExpires) {
   EXPECT_EQ(registry.find_any(by_pid(pid)), nullptr);  // zero retention: gone at once
   waitpid(pid, nullptr, WNOHANG);
 }
+
+// A subscriber that stops reading holds the process back through its pipe instead of the agent
+// buffering without bound; other processes' output keeps flowing; nothing is lost on resume.
+TEST(Registry, SlowSubscriberGetsBackpressureWithBoundedMemory) {
+  Harness h;
+  constexpr size_t kTotal = 8 * 1024 * 1024;
+  auto big = h.start(Harness::request("/bin/sh", {"-c", "head -c 8388608 /dev/zero"}));
+  // Far more output than the per-stream limit (1 MiB) plus the pipe buffer is offered.
+  h.run_for(500ms);
+  auto* queued = big.subscription.get();
+  size_t held = 0;
+  {
+    // Take what was queued by now (the io_context is not running, so nothing more arrives).
+    Collected first;
+    first.take(*queued);
+    held = first.out.size();
+    EXPECT_FALSE(first.end.has_value()) << "the writer finished although nobody read its output";
+    EXPECT_LE(held, (1u << 20) + 64 * 1024) << "queued beyond the per-stream limit";
+    EXPECT_GT(held, 0u);
+    // Meanwhile another process runs to completion undisturbed.
+    auto other = h.start(Harness::request("/bin/echo", {"independent"}));
+    Collected c;
+    EXPECT_TRUE(h.wait_end(*other.subscription, c, 2s));
+    EXPECT_EQ(c.out, "independent\n");
+    // Resume reading: everything arrives, exactly once.
+    Collected rest;
+    ASSERT_TRUE(h.wait_end(*queued, rest, 10s));
+    EXPECT_EQ(held + rest.out.size(), kTotal);
+    ASSERT_TRUE(rest.end.has_value());
+    EXPECT_EQ(rest.end->exit_code, 0);
+  }
+}
