@@ -1,6 +1,8 @@
 #include "agent.hpp"
 
+#include "rest/files.hpp"
 #include "rest/json_error.hpp"
+#include "rpc/filesystem_service.hpp"
 #include "rpc/process_service.hpp"
 #include "system/basic_auth.hpp"
 
@@ -22,10 +24,10 @@ Agent::Agent(net::any_io_executor executor, AgentOptions options)
     : options_(std::move(options)), users_(options_.etc_dir), processes_(executor) {
   rest::register_endpoints(rest_, std::make_shared<rest::EndpointDeps>(rest::EndpointDeps{
                                       state_, metrics_, options_.envd_version, options_.clock_sync}));
-  rpc::register_process_service(
-      rpc_, rpc::ProcessServiceDeps{processes_, state_,
-                                    [this](const http::Exchange& ex, rpc::Status& st) { return resolve_user(ex, st); },
-                                    options_.child_path});
+  auto resolver = [this](const http::Exchange& ex, rpc::Status& st) { return resolve_user(ex, st); };
+  rest::register_file_endpoints(rest_, std::make_shared<rest::FileEndpointDeps>(rest::FileEndpointDeps{state_, users_}));
+  rpc::register_process_service(rpc_, rpc::ProcessServiceDeps{processes_, state_, resolver, options_.child_path});
+  rpc::register_filesystem_service(rpc_, rpc::FilesystemServiceDeps{state_, users_, resolver});
 }
 
 void Agent::start() { processes_.start_reaper(); }

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libboost-dev libprotobuf-dev protobuf-compiler libprotoc-dev
   liburing-dev libseccomp-dev libcap-dev libssl-dev libsqlite3-dev
-  nlohmann-json3-dev libgtest-dev
+  nlohmann-json3-dev libgtest-dev zlib1g-dev
   debootstrap util-linux curl ca-certificates
   nodejs npm
 )
