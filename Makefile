@@ -3,7 +3,7 @@ SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build unit e2e test bench up rootfs clean
+.PHONY: all deps build unit fuzz e2e test bench up rootfs clean
 
 all: build
 
@@ -20,11 +20,16 @@ rootfs: deps
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure
 
+# libFuzzer targets (clang-14, ASan+UBSan), 60 s each by default (FUZZ_TIME=seconds).
+fuzz: deps
+	BUILD=$(BUILD) tests/fuzz/run.sh
+
 e2e: build
 	tests/e2e/run.sh
 
 test: build
 	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory fuzz
 	$(MAKE) --no-print-directory e2e
 
 bench: build

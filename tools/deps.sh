@@ -9,6 +9,7 @@ packages=(
   liburing-dev libseccomp-dev libcap-dev libssl-dev libsqlite3-dev
   nlohmann-json3-dev libgtest-dev zlib1g-dev
   debootstrap util-linux curl ca-certificates
+  clang-14 libclang-rt-14-dev
   nodejs npm
 )
 

@@ -4,6 +4,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include <algorithm>
 #include <array>
 
 namespace cove::http {
@@ -90,6 +91,10 @@ std::optional<std::string> Exchange::query_param(std::string_view name) const {
 
 bool Exchange::body_done() const { return parser_.is_done(); }
 
+bool Exchange::continue_pending() const {
+  return !continue_sent_ && beast::iequals(parser_.get()[bhttp::field::expect], "100-continue");
+}
+
 net::awaitable<void> Exchange::send_continue_if_expected() {
   if (continue_sent_) co_return;
   continue_sent_ = true;
@@ -101,6 +106,12 @@ net::awaitable<void> Exchange::send_continue_if_expected() {
 
 net::awaitable<size_t> Exchange::read_body_some(char* data, size_t capacity) {
   co_await send_continue_if_expected();
+  // Beast sizes each socket read by the free space of the connection buffer (512 bytes at
+  // least); without room, large bodies arrive 512 bytes per system call.
+  constexpr size_t kReadRoom = 64 * 1024;
+  if (size_t want = std::min(capacity, kReadRoom); buffer_.capacity() - buffer_.size() < want) {
+    buffer_.reserve(buffer_.size() + want);
+  }
   while (!parser_.is_done()) {
     auto& body = parser_.get().body();
     body.data = data;
@@ -154,14 +165,21 @@ net::awaitable<void> Exchange::respond(unsigned status, std::string_view content
   if (ec) close_ = true;
 }
 
-net::awaitable<void> Exchange::begin_stream(unsigned status, std::string_view content_type) {
+// A response header for a body that follows in pieces: chunked, or of a known length.
+net::awaitable<void> Exchange::write_streaming_header(unsigned status, std::string_view content_type,
+                                                      std::optional<std::uint64_t> length) {
   bhttp::response<bhttp::empty_body> res;
   for (const auto& f : response_headers_) res.set(f.name_string(), f.value());
   res.result(status);
   res.version(parser_.get().version());
-  res.set(bhttp::field::content_type,
-          boost::beast::string_view(content_type.data(), content_type.size()));
-  res.chunked(true);
+  if (!content_type.empty()) {
+    res.set(bhttp::field::content_type, boost::beast::string_view(content_type.data(), content_type.size()));
+  }
+  if (length) {
+    res.content_length(*length);
+  } else {
+    res.chunked(true);
+  }
   res.keep_alive(parser_.get().keep_alive() && !close_);
   responded_ = true;
   bhttp::response_serializer<bhttp::empty_body> sr{res};
@@ -173,18 +191,37 @@ net::awaitable<void> Exchange::begin_stream(unsigned status, std::string_view co
   }
 }
 
-net::awaitable<bool> Exchange::write_chunk(std::string_view data) {
+net::awaitable<void> Exchange::begin_stream(unsigned status, std::string_view content_type) {
+  co_await write_streaming_header(status, content_type, std::nullopt);
+}
+
+net::awaitable<void> Exchange::begin_sized(unsigned status, std::string_view content_type, std::uint64_t length) {
+  co_await write_streaming_header(status, content_type, length);
+}
+
+template <typename Buffers>
+net::awaitable<bool> Exchange::write_raw(const Buffers& buffers) {
   if (stream_broken_) co_return false;
-  if (data.empty()) co_return true;  // an empty chunk would end the body
   boost::system::error_code ec;
-  co_await net::async_write(socket_, bhttp::make_chunk(net::buffer(data.data(), data.size())),
-                            net::redirect_error(net::use_awaitable, ec));
+  co_await net::async_write(socket_, buffers, net::redirect_error(net::use_awaitable, ec));
   if (ec) {
     stream_broken_ = true;
     close_ = true;
     co_return false;
   }
   co_return true;
+}
+
+net::awaitable<bool> Exchange::write_chunk(std::string_view data) {
+  if (data.empty()) co_return !stream_broken_;  // an empty chunk would end the body
+  const auto chunk = bhttp::make_chunk(net::buffer(data.data(), data.size()));
+  co_return co_await write_raw(chunk);
+}
+
+net::awaitable<bool> Exchange::write_body(std::string_view data) {
+  if (data.empty()) co_return !stream_broken_;
+  const auto body = net::buffer(data.data(), data.size());
+  co_return co_await write_raw(body);
 }
 
 net::awaitable<void> Exchange::finish_stream() {

@@ -7,6 +7,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ class Exchange {
   // Whole body, or nullopt if it exceeds `limit` (the connection is then closed after replying).
   net::awaitable<std::optional<std::string>> read_body_all(size_t limit);
   bool body_done() const;
+  // The client sent "Expect: 100-continue" and is still waiting for it: nothing of the body has
+  // been asked for, so an early answer needs no draining.
+  bool continue_pending() const;
 
   // Headers every response of this exchange carries (e.g. CORS); set before responding.
   Fields& response_headers() { return response_headers_; }
@@ -56,6 +60,12 @@ class Exchange {
   net::awaitable<void> begin_stream(unsigned status, std::string_view content_type);
   net::awaitable<bool> write_chunk(std::string_view data);
   net::awaitable<void> finish_stream();
+
+  // Fixed-length streamed body: the header with Content-Length: `length`, then write_body
+  // pieces totalling exactly `length` bytes. A body that cannot be completed must end the
+  // connection (close_after()). write_body returns false once the peer is gone.
+  net::awaitable<void> begin_sized(unsigned status, std::string_view content_type, std::uint64_t length);
+  net::awaitable<bool> write_body(std::string_view data);
 
   bool responded() const { return responded_; }
   void close_after() { close_ = true; }
@@ -70,6 +80,10 @@ class Exchange {
  struct PeerWatch;
 
  private:
+  net::awaitable<void> write_streaming_header(unsigned status, std::string_view content_type,
+                                              std::optional<std::uint64_t> length);
+  template <typename Buffers>
+  net::awaitable<bool> write_raw(const Buffers& buffers);
   net::awaitable<void> send_continue_if_expected();
 
   Socket& socket_;

@@ -93,6 +93,11 @@ void ConnectRouter::add(std::string path, Kind kind, std::unique_ptr<Message> re
   methods_.emplace(std::move(path), Method{kind, std::move(req), std::move(resp), std::move(invoke)});
 }
 
+void ConnectRouter::set_stream_headers(std::string_view path, std::function<void(http::Exchange&)> fn) {
+  auto it = methods_.find(path);
+  if (it != methods_.end()) it->second.stream_headers = std::move(fn);
+}
+
 bool ConnectRouter::is_streaming(std::string_view path) const {
   auto it = methods_.find(path);
   return it != methods_.end() && it->second.kind != Kind::unary;
@@ -184,6 +189,7 @@ net::awaitable<void> ConnectRouter::serve_streaming(http::Exchange& exchange, co
     co_return;
   }
   CallContext ctx{exchange, *codec};
+  if (method.stream_headers) method.stream_headers(exchange);
   // From here on every outcome is HTTP 200 plus frames ending in an end-stream frame.
   co_await exchange.begin_stream(200, content_type_for(*codec, true));
 

@@ -96,6 +96,10 @@ class ConnectRouter {
         std::make_unique<Resp>());
   }
 
+  // For a streaming method: sets response headers before they go out, which happens before its
+  // handler runs (e.g. envd's legacy-SDK marker on Filesystem.WatchDir).
+  void set_stream_headers(std::string_view path, std::function<void(http::Exchange&)> fn);
+
   bool handles(std::string_view path) const { return methods_.count(std::string(path)) > 0; }
   // Whether `path` is a streaming method (errors then go in an end-stream frame).
   bool is_streaming(std::string_view path) const;
@@ -116,6 +120,7 @@ class ConnectRouter {
     std::unique_ptr<Message> request_prototype;
     std::unique_ptr<Message> response_prototype;
     Invoke invoke;
+    std::function<void(http::Exchange&)> stream_headers;
   };
   void add(std::string path, Kind kind, std::unique_ptr<Message> req, Invoke invoke,
            std::unique_ptr<Message> resp);

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cove::system {
@@ -30,6 +31,8 @@ class AgentState {
   // Constant-time comparison against the token; false when none is set.
   bool token_matches(std::string_view candidate) const;
   bool has_token() const { return access_token_.has_value(); }
+  // The token itself, for signing /files URLs; empty when none is set.
+  std::string_view access_token() const { return access_token_ ? std::string_view(*access_token_) : std::string_view(); }
 
   const std::string& default_user() const { return default_user_; }
   const std::optional<std::string>& default_workdir() const { return default_workdir_; }

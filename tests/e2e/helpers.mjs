@@ -119,3 +119,39 @@ export function loadDescriptors(path = process.env.COVE_DESCRIPTORS) {
   assert.ok(processService, `process.Process not found in ${path}`)
   return { registry, processService }
 }
+
+/** The token-protected second sandbox started by run.sh: base URL and access token. */
+export function secureAgent() {
+  const url = process.env.COVE_SECURE_URL
+  const token = process.env.COVE_SECURE_TOKEN
+  assert.ok(url, 'COVE_SECURE_URL must be set (run the suite through tests/e2e/run.sh)')
+  assert.match(token ?? '', /^[0-9a-f]{64}$/, 'COVE_SECURE_TOKEN must be 64 hex chars')
+  return { url, token }
+}
+
+/** VmRSS of the agent (host pid COVE_AGENT_PID, exported by run.sh) in KiB. */
+export function agentRssKiB(pid = process.env.COVE_AGENT_PID) {
+  assert.match(pid ?? '', /^\d+$/, 'COVE_AGENT_PID must be set (run the suite through tests/e2e/run.sh)')
+  const m = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  assert.ok(m, `no VmRSS in /proc/${pid}/status`)
+  return Number(m[1])
+}
+
+/**
+ * Samples the agent's VmRSS every `intervalMs` until stop(); stop() returns {before, peak} in KiB
+ * (`before` is taken at the start, `peak` is the largest sample including one taken at stop).
+ */
+export function sampleAgentRss(intervalMs = 10) {
+  const before = agentRssKiB()
+  let peak = before
+  const timer = setInterval(() => {
+    peak = Math.max(peak, agentRssKiB())
+  }, intervalMs)
+  return {
+    stop() {
+      clearInterval(timer)
+      peak = Math.max(peak, agentRssKiB())
+      return { before, peak }
+    },
+  }
+}

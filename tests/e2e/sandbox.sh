@@ -4,6 +4,9 @@
 #   sandbox.sh up <rootfs-dir> <agent-binary> <state-dir> [agent flags...]
 #   sandbox.sh down <state-dir>
 #
+# Env: COVE_SANDBOX_SMALL_TMPFS  size of a small tmpfs (mode 1777) mounted at /mnt/small inside
+#      the sandbox, for out-of-space tests (default 2m; 0 or empty: none).
+#
 # `up` runs the agent as PID 1 of new mount + pid namespaces, on an overlay of
 # the rootfs, sharing the host's network namespace (so the agent's port is
 # reachable on the host's loopback). It returns once the process is started;
@@ -53,7 +56,7 @@ proc_state() {
 # shellcheck disable=SC2016  # expanded by the inner shell
 readonly INIT='
 set -euo pipefail
-cd "$1"; shift
+cd "$1"; small=$2; shift 2
 mount -t proc -o nosuid,nodev,noexec proc proc
 mount -t tmpfs -o nosuid,mode=0755,size=64k tmpfs dev
 for d in null zero full random urandom tty; do
@@ -69,6 +72,10 @@ ln -s /proc/self/fd/2 dev/stderr
 mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs dev/shm
 mount -t tmpfs -o nosuid,nodev,mode=1777 tmpfs tmp
 mount --bind -o ro /sys sys
+if [[ -n $small && $small != 0 ]]; then
+  mkdir -p mnt/small
+  mount -t tmpfs -o "nosuid,nodev,mode=1777,size=$small" tmpfs mnt/small
+fi
 # Stack the old root on top of the new one, then detach it: no temp dir needed.
 pivot_root . .
 umount -l .
@@ -90,6 +97,8 @@ up() {
   state=$(realpath "$3")
   shift 3
   check_path "$rootfs"; check_path "$state"
+  local small=${COVE_SANDBOX_SMALL_TMPFS-2m}
+  [[ -z $small || $small =~ ^[0-9]+[kmg]?$ ]] || die "COVE_SANDBOX_SMALL_TMPFS: not a tmpfs size: $small"
   [[ -z $(ls -A "$state") ]] || die "state dir is not empty: $state"
 
   prepare() {
@@ -121,7 +130,7 @@ up() {
       if ((fd > 2)); then eval "exec $fd>&-"; fi
     done
     exec unshare --mount --pid --fork --kill-child --propagation private \
-      bash -c "$INIT" cove-init "$state/merged" "$@"
+      bash -c "$INIT" cove-init "$state/merged" "$small" "$@"
   ) </dev/null >"$state/agent.log" 2>&1 &
   local upid=$! pid=
   # unshare forks PID 1 right away; find it through unshare's child list.

@@ -1,0 +1,38 @@
+#pragma once
+// An owned file descriptor.
+#include <unistd.h>
+
+#include <utility>
+
+namespace cove::files {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  // Closes and reports close(2)'s result (0 or -1 with errno).
+  int close() { return fd_ < 0 ? 0 : ::close(std::exchange(fd_, -1)); }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace cove::files
