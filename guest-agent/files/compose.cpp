@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "files/quote.hpp"
+#include "system/go_errors.hpp"
 #include "files/upload.hpp"
 #include "filesystem/ensure_dirs.hpp"
 #include "system/paths.hpp"
@@ -141,11 +141,11 @@ std::unique_ptr<ComposeJob> ComposeJob::start(const ComposeRequest& request, con
   for (const auto& src : request.source_paths) {
     auto resolved = system::resolve_path(src, user, default_workdir);
     if (!resolved.ok()) {
-      error.set(400, "error resolving source path " + go_quote(src) + ": " + resolved.error);
+      error.set(400, "error resolving source path " + system::go_quote(src) + ": " + resolved.error);
       return nullptr;
     }
     if (resolved.path == dest.path) {
-      error.set(400, "source path " + go_quote(src) + " cannot be the same as destination");
+      error.set(400, "source path " + system::go_quote(src) + " cannot be the same as destination");
       return nullptr;
     }
     struct stat st{};
@@ -171,14 +171,14 @@ std::unique_ptr<ComposeJob> ComposeJob::start(const ComposeRequest& request, con
     if (e == ENOSPC) {
       error.set(507, "not enough disk space available");
     } else {
-      error.set(500, "error creating destination file: " + go_path_error("open", temp, e));
+      error.set(500, "error creating destination file: " + system::path_error("open", temp, e));
     }
     return nullptr;
   }
   job->out_ = Fd(fd);
   job->temp_ = temp;
   if (fchown(fd, user.uid, user.gid) != 0) {
-    error.set(500, "error changing file ownership: " + go_path_error("chown", temp, errno));
+    error.set(500, "error changing file ownership: " + system::path_error("chown", temp, errno));
     return nullptr;  // the destructor removes the temp file
   }
   return job;
@@ -200,7 +200,7 @@ bool ComposeJob::copy_fallback(std::uint64_t budget, std::uint64_t& copied, Tran
     ssize_t n = ::read(in_.get(), buf, static_cast<size_t>(std::min<std::uint64_t>(sizeof buf, budget - copied)));
     if (n < 0) {
       if (errno == EINTR) continue;
-      error.set(500, "error composing source " + sources_[index_] + ": " + go_path_error("read", sources_[index_], errno));
+      error.set(500, "error composing source " + sources_[index_] + ": " + system::path_error("read", sources_[index_], errno));
       return false;
     }
     if (n == 0) {
@@ -214,7 +214,7 @@ bool ComposeJob::copy_fallback(std::uint64_t budget, std::uint64_t& copied, Tran
         if (errno == EINTR) continue;
         int e = errno;
         if (e == ENOSPC) error.set(507, "not enough disk space available");
-        else error.set(500, "error composing source " + sources_[index_] + ": " + go_path_error("write", temp_, e));
+        else error.set(500, "error composing source " + sources_[index_] + ": " + system::path_error("write", temp_, e));
         return false;
       }
       off += w;
@@ -235,7 +235,7 @@ bool ComposeJob::step(std::uint64_t budget, bool& done, TransferError& error) {
     if (!in_) {
       int fd = ::open(sources_[index_].c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) {
-        error.set(500, "error opening source file " + sources_[index_] + ": " + go_path_error("open", sources_[index_], errno));
+        error.set(500, "error opening source file " + sources_[index_] + ": " + system::path_error("open", sources_[index_], errno));
         cleanup();
         return false;
       }
@@ -254,7 +254,7 @@ bool ComposeJob::step(std::uint64_t budget, bool& done, TransferError& error) {
         continue;
       }
       if (e == ENOSPC) error.set(507, "not enough disk space available");
-      else error.set(500, "error composing source " + sources_[index_] + ": " + go_errno(e));
+      else error.set(500, "error composing source " + sources_[index_] + ": " + system::errno_text(e));
       cleanup();
       return false;
     }
@@ -272,13 +272,13 @@ bool ComposeJob::step(std::uint64_t budget, bool& done, TransferError& error) {
 bool ComposeJob::finish(std::string& body, TransferError& error) {
   if (out_.close() != 0) {
     int e = errno;
-    error.set(500, "error closing destination file: " + go_path_error("close", temp_, e));
+    error.set(500, "error closing destination file: " + system::path_error("close", temp_, e));
     cleanup();
     return false;
   }
   if (rename(temp_.c_str(), destination_.c_str()) != 0) {
     int e = errno;
-    error.set(500, "error finalizing compose: rename " + temp_ + " " + destination_ + ": " + go_errno(e));
+    error.set(500, "error finalizing compose: rename " + temp_ + " " + destination_ + ": " + system::errno_text(e));
     cleanup();
     return false;
   }

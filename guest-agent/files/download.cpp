@@ -10,7 +10,7 @@
 #include "files/content_type.hpp"
 #include "files/http_date.hpp"
 #include "files/media_type.hpp"
-#include "files/quote.hpp"
+#include "system/go_errors.hpp"
 #include "files/range.hpp"
 #include "files/upload.hpp"
 
@@ -81,7 +81,7 @@ DownloadPlan plan_download(const DownloadRequest& req) {
     int e = errno;
     if (e == ENOENT) return json_error(std::move(plan), 404, "path '" + path + "' does not exist");
     return json_error(std::move(plan), 500,
-                      "error checking if path exists '" + path + "': " + go_path_error("stat", path, e));
+                      "error checking if path exists '" + path + "': " + system::path_error("stat", path, e));
   }
   if (S_ISDIR(st.st_mode)) return json_error(std::move(plan), 400, "path '" + path + "' is a directory");
 
@@ -97,12 +97,12 @@ DownloadPlan plan_download(const DownloadRequest& req) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
-    return json_error(std::move(plan), 500, "error opening file '" + path + "': " + go_path_error("open", path, e));
+    return json_error(std::move(plan), 500, "error opening file '" + path + "': " + system::path_error("open", path, e));
   }
   plan.file = Fd(fd);
   if (fstat(fd, &st) != 0) {
     int e = errno;
-    return json_error(std::move(plan), 500, "error opening file '" + path + "': " + go_path_error("stat", path, e));
+    return json_error(std::move(plan), 500, "error opening file '" + path + "': " + system::path_error("stat", path, e));
   }
   std::string disposition = format_media_type("inline", {{"filename", path_base(path)}});
   if (!disposition.empty()) plan.headers.emplace_back("Content-Disposition", disposition);

@@ -9,7 +9,7 @@
 #include <functional>
 #include <optional>
 
-#include "files/quote.hpp"
+#include "system/go_errors.hpp"
 
 namespace cove::files {
 namespace {
@@ -134,10 +134,10 @@ std::string validate_metadata(const Metadata& metadata) {
   for (const auto& [key, value] : metadata) {
     if (key.empty()) return "metadata key must not be empty";
     if (key.size() > kMaxMetadataKeyLength) {
-      return "metadata key " + go_quote(key) + " exceeds " + std::to_string(kMaxMetadataKeyLength) + " bytes";
+      return "metadata key " + system::go_quote(key) + " exceeds " + std::to_string(kMaxMetadataKeyLength) + " bytes";
     }
     if (auto e = printable_error("key", key); !e.empty()) return e;
-    if (auto e = printable_error("value for key " + go_quote(key), value); !e.empty()) return e;
+    if (auto e = printable_error("value for key " + system::go_quote(key), value); !e.empty()) return e;
     total += kMetadataXattrPrefix.size() + key.size() + value.size();
   }
   if (total > kMaxMetadataTotalLength) {

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "files/media_type.hpp"
-#include "files/quote.hpp"
+#include "system/go_errors.hpp"
 
 namespace cove::files {
 namespace {
@@ -194,7 +194,7 @@ MultipartParser::Event MultipartParser::step_boundary_line() {
   size_t content = (nl == std::string::npos ? buf_.size() : nl) - pos_;
   if (content > limits_.max_header_bytes) {
     return fail("multipart: expecting a new Part; got line " +
-                go_quote(std::string_view(buf_.data() + pos_, std::min<size_t>(content, 64))) + " (truncated)");
+                system::go_quote(std::string_view(buf_.data() + pos_, std::min<size_t>(content, 64))) + " (truncated)");
   }
   if (nl == std::string::npos) {
     line_search_from_ = buf_.size() - pos_;
@@ -221,7 +221,7 @@ MultipartParser::Event MultipartParser::step_boundary_line() {
     state_ = State::done;
     return Event::done;
   }
-  return fail("multipart: expecting a new Part; got line " + go_quote(line));
+  return fail("multipart: expecting a new Part; got line " + system::go_quote(line));
 }
 
 MultipartParser::Event MultipartParser::step_headers() {

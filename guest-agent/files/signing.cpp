@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "files/quote.hpp"
+#include "system/go_errors.hpp"
 #include "system/basic_auth.hpp"
 
 namespace cove::files {
@@ -47,7 +47,7 @@ ExpirationParam parse_signature_expiration(const std::optional<std::string>& raw
   const std::string& s = *raw;
   auto fail = [&](std::string_view why) {
     out.error = "Invalid format for parameter signature_expiration: error binding string parameter: "
-                "strconv.ParseInt: parsing " + go_quote(s) + ": " + std::string(why);
+                "strconv.ParseInt: parsing " + system::go_quote(s) + ": " + std::string(why);
     return out;
   };
   size_t i = 0;

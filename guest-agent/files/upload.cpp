@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "files/media_type.hpp"
-#include "files/quote.hpp"
+#include "system/go_errors.hpp"
 #include "filesystem/ensure_dirs.hpp"
 #include "system/paths.hpp"
 
@@ -151,13 +151,13 @@ std::unique_ptr<AtomicFileWriter> AtomicFileWriter::open(const std::string& targ
   int link_err = 0;
   std::string final_path = follow_symlinks(target, link_err);
   if (link_err != 0) {
-    error.set(500, "error getting file info: " + go_path_error("stat", target, link_err));
+    error.set(500, "error getting file info: " + system::path_error("stat", target, link_err));
     return nullptr;
   }
   struct stat st{};
   bool exists = stat(final_path.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) {
-    error.set(500, "error getting file info: " + go_path_error("stat", target, errno));
+    error.set(500, "error getting file info: " + system::path_error("stat", target, errno));
     return nullptr;
   }
   if (exists && S_ISDIR(st.st_mode)) {
@@ -176,16 +176,16 @@ std::unique_ptr<AtomicFileWriter> AtomicFileWriter::open(const std::string& targ
     // A device or FIFO: there is nothing to replace atomically; write into it as envd does.
     // O_NONBLOCK so a FIFO without a reader fails instead of stalling the agent's one thread.
     if (chown(final_path.c_str(), uid, gid) != 0) {
-      error.set(500, "error changing file ownership: " + go_path_error("chown", target, errno));
+      error.set(500, "error changing file ownership: " + system::path_error("chown", target, errno));
       return nullptr;
     }
     int fd = ::open(final_path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
       int e = errno;
       if (e == ENOSPC) {
-        error.set(507, "not enough inodes available: " + go_path_error("open", target, e));
+        error.set(507, "not enough inodes available: " + system::path_error("open", target, e));
       } else {
-        error.set(500, "error opening file: " + go_path_error("open", target, e));
+        error.set(500, "error opening file: " + system::path_error("open", target, e));
       }
       return nullptr;
     }
@@ -233,19 +233,19 @@ std::unique_ptr<AtomicFileWriter> AtomicFileWriter::open(const std::string& targ
   }
   if (!w->fd_) {
     if (last_err == ENOSPC) {
-      error.set(507, "not enough inodes available: " + go_path_error("open", target, last_err));
+      error.set(507, "not enough inodes available: " + system::path_error("open", target, last_err));
     } else {
-      error.set(500, "error opening file: " + go_path_error("open", target, last_err));
+      error.set(500, "error opening file: " + system::path_error("open", target, last_err));
     }
     return nullptr;
   }
   if (fchown(w->fd_.get(), uid, gid) != 0) {
-    error.set(500, "error changing file ownership: " + go_path_error("chown", target, errno));
+    error.set(500, "error changing file ownership: " + system::path_error("chown", target, errno));
     return nullptr;  // the destructor drops the staged file
   }
   // An existing file keeps its permission bits (a chown clears set-id bits, so do they here).
   if (exists && fchmod(w->fd_.get(), st.st_mode & 01777) != 0) {
-    error.set(500, "error changing file mode: " + go_path_error("chmod", target, errno));
+    error.set(500, "error changing file mode: " + system::path_error("chmod", target, errno));
     return nullptr;
   }
   return w;
@@ -266,7 +266,7 @@ void AtomicFileWriter::write_error(int e, TransferError& error) {
     if (content_length_ > 0) msg = "attempted to write " + std::to_string(content_length_) + " bytes: " + msg;
     error.set(507, msg);
   } else {
-    error.set(500, "error writing file: " + go_path_error("write", target_, e));
+    error.set(500, "error writing file: " + system::path_error("write", target_, e));
   }
 }
 
@@ -290,7 +290,7 @@ bool AtomicFileWriter::copy_into_target(TransferError& error) {
   if (!fd_ && staging_ == Staging::named) {
     int in = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
     if (in < 0) {
-      error.set(500, "error writing file: " + go_path_error("open", target_, errno));
+      error.set(500, "error writing file: " + system::path_error("open", target_, errno));
       return false;
     }
     fd_ = Fd(in);
@@ -299,12 +299,12 @@ bool AtomicFileWriter::copy_into_target(TransferError& error) {
   if (out < 0) {
     int e = errno;
     error.set(e == ENOSPC ? 507 : 500, (e == ENOSPC ? "not enough inodes available: " : "error opening file: ") +
-                                           go_path_error("open", target_, e));
+                                           system::path_error("open", target_, e));
     return false;
   }
   Fd dst(out);
   if (fchown(out, uid_, gid_) != 0) {
-    error.set(500, "error changing file ownership: " + go_path_error("chown", target_, errno));
+    error.set(500, "error changing file ownership: " + system::path_error("chown", target_, errno));
     return false;
   }
   loff_t in_off = 0;

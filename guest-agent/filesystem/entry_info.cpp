@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "filesystem/eval_symlinks.hpp"
-#include "filesystem/go_errors.hpp"
+#include "system/go_errors.hpp"
 
 namespace cove::filesystem {
 namespace {
@@ -94,7 +94,7 @@ std::map<std::string, std::string> read_metadata(const std::string& path) {
     auto value = read_sized([&](char* buf, size_t n) { return getxattr(path.c_str(), full.c_str(), buf, n); });
     if (!value) continue;  // removed meanwhile (ENODATA) or unreadable
     std::string key(name.substr(kMetadataPrefix.size()));
-    if (!valid_utf8(key) || !valid_utf8(*value)) continue;
+    if (!system::valid_utf8(key) || !system::valid_utf8(*value)) continue;
     out.emplace(std::move(key), std::move(*value));
   }
   return out;

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <optional>
 
-#include "filesystem/go_errors.hpp"
+#include "system/go_errors.hpp"
 #include "system/paths.hpp"
 
 namespace cove::filesystem {
@@ -85,11 +85,11 @@ EvalResult eval_symlinks(std::string_view input) {
     if (lstat(dest.c_str(), &st) != 0) {
       const int err = errno;
       return fail(err == ENOENT ? EvalResult::Error::not_exist : EvalResult::Error::other,
-                  path_error("lstat", dest, err));
+                  system::path_error("lstat", dest, err));
     }
     if (!S_ISLNK(st.st_mode)) {
       if (!S_ISDIR(st.st_mode) && end < rest.size()) {
-        return fail(EvalResult::Error::other, errno_text(ENOTDIR));
+        return fail(EvalResult::Error::other, system::errno_text(ENOTDIR));
       }
       continue;
     }
@@ -99,7 +99,7 @@ EvalResult eval_symlinks(std::string_view input) {
     auto link = read_link(dest, err);
     if (!link) {
       return fail(err == ENOENT ? EvalResult::Error::not_exist : EvalResult::Error::other,
-                  path_error("readlink", dest, err));
+                  system::path_error("readlink", dest, err));
     }
     rest = *link + rest.substr(end);
     if (!link->empty() && (*link)[0] == '/') {

@@ -11,7 +11,7 @@
 
 #include "filesystem/ensure_dirs.hpp"
 #include "filesystem/eval_symlinks.hpp"
-#include "filesystem/go_errors.hpp"
+#include "system/go_errors.hpp"
 #include "system/paths.hpp"
 
 namespace cove::filesystem {
@@ -58,8 +58,8 @@ bool read_names(int dirfd_or_minus1, const std::string& path, std::vector<std::s
 }
 
 OpError entry_error(const std::string& path, int err) {
-  if (err == ENOENT) return error(ErrorKind::not_found, "file not found: " + path_error("lstat", path, err));
-  return error(ErrorKind::internal, "error getting file info: " + path_error("lstat", path, err));
+  if (err == ENOENT) return error(ErrorKind::not_found, "file not found: " + system::path_error("lstat", path, err));
+  return error(ErrorKind::internal, "error getting file info: " + system::path_error("lstat", path, err));
 }
 
 // Go's os.RemoveAll after its first plain remove failed: delete `base` inside the directory
@@ -69,13 +69,13 @@ OpError remove_all_from(int parent, const std::string& parent_path, const std::s
   if (unlinkat(parent, base.c_str(), 0) == 0 || errno == ENOENT) return {};
   const int unlink_err = errno;
   if (unlink_err != EISDIR && unlink_err != EPERM && unlink_err != EACCES) {
-    return error(ErrorKind::internal, path_error("unlinkat", full, unlink_err));
+    return error(ErrorKind::internal, system::path_error("unlinkat", full, unlink_err));
   }
   int fd = openat(parent, base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return {};
-    if (errno == ENOTDIR || errno == ELOOP) return error(ErrorKind::internal, path_error("unlinkat", full, unlink_err));
-    return error(ErrorKind::internal, path_error("openat", full, errno));
+    if (errno == ENOTDIR || errno == ELOOP) return error(ErrorKind::internal, system::path_error("unlinkat", full, unlink_err));
+    return error(ErrorKind::internal, system::path_error("openat", full, errno));
   }
   OpError first;
   std::vector<std::string> names;
@@ -83,7 +83,7 @@ OpError remove_all_from(int parent, const std::string& parent_path, const std::s
   int err = 0;
   if (read_fd < 0 || !read_names(read_fd, full, names, err)) {
     if (read_fd < 0) err = errno;
-    first = error(ErrorKind::internal, path_error("readdirent", full, err));
+    first = error(ErrorKind::internal, system::path_error("readdirent", full, err));
   }
   for (const auto& name : names) {
     OpError e = remove_all_from(fd, full, name);
@@ -92,7 +92,7 @@ OpError remove_all_from(int parent, const std::string& parent_path, const std::s
   close(fd);
   if (unlinkat(parent, base.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return {};
   if (!first.ok()) return first;
-  return error(ErrorKind::internal, path_error("unlinkat", full, errno));
+  return error(ErrorKind::internal, system::path_error("unlinkat", full, errno));
 }
 
 }  // namespace
@@ -120,7 +120,7 @@ OpResult<std::vector<EntryInfo>> list_dir(const std::string& path, uint32_t dept
       r.error = error(ErrorKind::not_found, "path not found: " + resolved.message);
       return r;
     case EvalResult::Error::too_many_links:
-      r.error = error(ErrorKind::failed_precondition, "cyclic symlink or chain >255 links at " + go_quote(path));
+      r.error = error(ErrorKind::failed_precondition, "cyclic symlink or chain >255 links at " + system::go_quote(path));
       return r;
     case EvalResult::Error::other:
       r.error = error(ErrorKind::internal, "error resolving symlink: " + resolved.message);
@@ -131,9 +131,9 @@ OpResult<std::vector<EntryInfo>> list_dir(const std::string& path, uint32_t dept
   if (stat(root.c_str(), &st) != 0) {
     const int err = errno;
     if (err == ENOENT) {
-      r.error = error(ErrorKind::not_found, "directory not found: " + path_error("stat", root, err));
+      r.error = error(ErrorKind::not_found, "directory not found: " + system::path_error("stat", root, err));
     } else {
-      r.error = error(ErrorKind::internal, "error getting file info: " + path_error("stat", root, err));
+      r.error = error(ErrorKind::internal, "error getting file info: " + system::path_error("stat", root, err));
     }
     return r;
   }
@@ -161,7 +161,7 @@ OpResult<std::vector<EntryInfo>> list_dir(const std::string& path, uint32_t dept
     const std::string dir = join(root, rel);
     if (!read_names(-1, dir, names, err)) {
       if (err == ENOENT && !rel.empty()) return true;  // vanished since it was listed
-      walk_error(path_error("open", dir, err));
+      walk_error(system::path_error("open", dir, err));
       return false;
     }
     for (auto it = names.rbegin(); it != names.rend(); ++it) {
@@ -177,7 +177,7 @@ OpResult<std::vector<EntryInfo>> list_dir(const std::string& path, uint32_t dept
     struct stat est{};
     if (lstat(walked.c_str(), &est) != 0) {
       if (errno == ENOENT) continue;  // vanished since the directory was read
-      walk_error(path_error("lstat", walked, errno));
+      walk_error(system::path_error("lstat", walked, errno));
       return r;
     }
     // Paths are reported under the requested base, not the resolved one.
@@ -202,7 +202,7 @@ OpResult<EntryInfo> make_dir(const std::string& path, uid_t uid, gid_t gid, cons
     return r;
   }
   if (errno != ENOENT) {
-    r.error = error(ErrorKind::internal, "error getting file info: " + path_error("stat", path, errno));
+    r.error = error(ErrorKind::internal, "error getting file info: " + system::path_error("stat", path, errno));
     return r;
   }
   std::string ensure_error;
@@ -223,7 +223,7 @@ OpResult<EntryInfo> move_entry(const std::string& source, const std::string& des
   }
   if (rename(source.c_str(), destination.c_str()) != 0) {
     const int err = errno;
-    const std::string detail = "rename " + source + " " + destination + ": " + errno_text(err);
+    const std::string detail = "rename " + source + " " + destination + ": " + system::errno_text(err);
     if (err == ENOENT) {
       r.error = error(ErrorKind::not_found, "source file not found: " + detail);
     } else {
@@ -239,7 +239,7 @@ OpError remove_all(const std::string& path) {
   if (path.empty()) return {};
   // Go refuses paths ending in "." (removing "x/." would remove x's contents, not x).
   if (path == "." || (path.size() >= 2 && path.back() == '.' && path[path.size() - 2] == '/')) {
-    return error(ErrorKind::internal, prefix + path_error("RemoveAll", path, EINVAL));
+    return error(ErrorKind::internal, prefix + system::path_error("RemoveAll", path, EINVAL));
   }
   if (unlink(path.c_str()) == 0 || errno == ENOENT) return {};
   if (rmdir(path.c_str()) == 0 || errno == ENOENT) return {};
@@ -250,7 +250,7 @@ OpError remove_all(const std::string& path) {
   int pfd = open(parent.c_str(), O_RDONLY | O_CLOEXEC);
   if (pfd < 0) {
     if (errno == ENOENT) return {};
-    return error(ErrorKind::internal, prefix + path_error("open", parent, errno));
+    return error(ErrorKind::internal, prefix + system::path_error("open", parent, errno));
   }
   OpError e = remove_all_from(pfd, parent, base);
   close(pfd);
@@ -275,13 +275,13 @@ OpError check_watch_path(const std::string& path, bool allow_network_mounts) {
   struct stat st{};
   if (stat(path.c_str(), &st) != 0) {
     const int err = errno;
-    if (err == ENOENT) return error(ErrorKind::not_found, "path " + path + " not found: " + path_error("stat", path, err));
-    return error(ErrorKind::internal, "error statting path " + path + ": " + path_error("stat", path, err));
+    if (err == ENOENT) return error(ErrorKind::not_found, "path " + path + " not found: " + system::path_error("stat", path, err));
+    return error(ErrorKind::internal, "error statting path " + path + ": " + system::path_error("stat", path, err));
   }
   if (!S_ISDIR(st.st_mode)) return error(ErrorKind::invalid_argument, "path " + path + " not a directory");
   struct statfs fs{};
   if (statfs(path.c_str(), &fs) != 0) {
-    return error(ErrorKind::internal, "error checking mount status: failed to statfs " + path + ": " + errno_text(errno));
+    return error(ErrorKind::internal, "error checking mount status: failed to statfs " + path + ": " + system::errno_text(errno));
   }
   if (is_network_filesystem_magic(static_cast<long>(fs.f_type)) && !allow_network_mounts) {
     return error(ErrorKind::invalid_argument, "cannot watch path on network filesystem: " + path);

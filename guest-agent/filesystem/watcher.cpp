@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "filesystem/go_errors.hpp"
+#include "system/go_errors.hpp"
 
 namespace cove::filesystem {
 namespace {
@@ -66,14 +66,14 @@ std::shared_ptr<Watcher> Watcher::start(net::any_io_executor executor, std::stri
                                         const system::UserDatabase& users, std::string& error) {
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) {
-    error = "error creating watcher: " + errno_text(errno);
+    error = "error creating watcher: " + system::errno_text(errno);
     return nullptr;
   }
   std::shared_ptr<Watcher> w(new Watcher(executor, fd, std::move(root), options, users));
   // The root may itself be a symlink to a directory: follow it (below the root nothing is).
   int wd = inotify_add_watch(fd, w->root_.c_str(), inotify_watch_mask() | IN_ONLYDIR);
   if (wd < 0) {
-    error = "error adding path " + w->root_ + " to watcher: " + errno_text(errno);
+    error = "error adding path " + w->root_ + " to watcher: " + system::errno_text(errno);
     return nullptr;
   }
   w->root_wd_ = wd;
@@ -269,7 +269,7 @@ bool Watcher::add_watch(const std::string& rel) {
     // Gone or replaced by a non-directory before we got to it: nothing to watch. An unreadable
     // directory cannot be watched either; the rest of the tree still is.
     if (errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EPERM) return false;
-    fail("watcher error: adding watch for " + (rel.empty() ? std::string(".") : rel) + ": " + errno_text(errno));
+    fail("watcher error: adding watch for " + (rel.empty() ? std::string(".") : rel) + ": " + system::errno_text(errno));
     return false;
   }
   auto old = paths_by_wd_.find(wd);

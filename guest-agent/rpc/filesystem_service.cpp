@@ -1,5 +1,7 @@
 #include "rpc/filesystem_service.hpp"
 
+#include "rpc/event_stream.hpp"
+
 #include <boost/asio/this_coro.hpp>
 
 #include "filesystem.pb.h"
@@ -96,38 +98,28 @@ struct CloseOnExit {
 };
 
 // Streams a watcher's events until the client leaves, the deadline passes or the watcher fails.
-// Keepalives go out after `keepalive_interval` without other messages.
 net::awaitable<Status> stream_watch(CallContext& ctx, ServerStream& stream, cfs::Watcher& watcher, bool legacy) {
-  pb::WatchDirResponse msg;
-  msg.mutable_start();
-  if (!co_await stream.send(msg)) co_return Status{Code::canceled, "client disconnected"};
-
-  async::Event& wake = watcher.wake();
-  stream.wake_on_disconnect(&wake);
-  auto keepalive_due = Clock::now() + ctx.keepalive_interval;
-  const Status deadline_status{Code::deadline_exceeded, "context deadline exceeded"};
-  for (;;) {
-    if (ctx.deadline && Clock::now() >= *ctx.deadline) co_return deadline_status;
-    while (auto ev = watcher.pop()) {
-      if (ctx.deadline && Clock::now() >= *ctx.deadline) co_return deadline_status;
-      msg.Clear();
-      fill_event(*ev, *msg.mutable_filesystem(), legacy);
-      if (!co_await stream.send(msg)) co_return Status{Code::canceled, "client disconnected"};
-      keepalive_due = Clock::now() + ctx.keepalive_interval;
-    }
-    // Events that arrived before a failure are delivered first, then the failure ends the call.
-    if (watcher.error()) co_return Status{Code::internal, *watcher.error()};
-    if (stream.client_gone()) co_return Status{Code::canceled, "client disconnected"};
-    auto wake_at = keepalive_due;
-    if (ctx.deadline && *ctx.deadline < wake_at) wake_at = *ctx.deadline;
-    bool woken = co_await wake.wait_until(wake_at);
-    if (!woken && Clock::now() >= keepalive_due && !(ctx.deadline && Clock::now() >= *ctx.deadline)) {
-      msg.Clear();
-      msg.mutable_keepalive();
-      if (!co_await stream.send(msg)) co_return Status{Code::canceled, "client disconnected"};
-      keepalive_due = Clock::now() + ctx.keepalive_interval;
-    }
-  }
+  pb::WatchDirResponse start;
+  start.mutable_start();
+  if (!co_await stream.send(start)) co_return Status{Code::canceled, "client disconnected"};
+  co_return co_await run_event_stream<pb::WatchDirResponse>(
+      ctx, stream, watcher.wake(),
+      [&](pb::WatchDirResponse& msg) {
+        auto ev = watcher.pop();
+        if (!ev) return false;
+        msg.Clear();
+        fill_event(*ev, *msg.mutable_filesystem(), legacy);
+        return true;
+      },
+      // Events that arrived before a failure are delivered first, then the failure ends the call.
+      [&]() -> std::optional<Status> {
+        if (watcher.error()) return Status{Code::internal, *watcher.error()};
+        return std::nullopt;
+      },
+      [](pb::WatchDirResponse& msg) {
+        msg.Clear();
+        msg.mutable_keepalive();
+      });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "process.pb.h"
+#include "rpc/event_stream.hpp"
 #include "system/paths.hpp"
 
 namespace cove::rpc {
@@ -48,39 +49,32 @@ void fill_event(const OutputEvent& ev, ::process::ProcessEvent& out) {
 }
 
 // Streams a process's events until its end, the call's deadline or the client leaving.
-// Keepalives go out after `keepalive_interval` without other events.
 template <typename Response>
 net::awaitable<Status> stream_events(CallContext& ctx, ServerStream& stream, pid_t pid,
                                      process::Subscription& sub) {
-  Response msg;
-  msg.mutable_event()->mutable_start()->set_pid(static_cast<uint32_t>(pid));
-  if (!co_await stream.send(msg)) co_return Status{Code::canceled, "client disconnected"};
-
-  async::Event& wake = sub.wake();
-  stream.wake_on_disconnect(&wake);
-  auto keepalive_due = Clock::now() + ctx.keepalive_interval;
-  const Status deadline_status{Code::deadline_exceeded, "context deadline exceeded"};
-  for (;;) {
-    if (ctx.deadline && Clock::now() >= *ctx.deadline) co_return deadline_status;
-    while (auto ev = sub.pop()) {
-      if (ctx.deadline && Clock::now() >= *ctx.deadline) co_return deadline_status;
-      msg.Clear();
-      fill_event(*ev, *msg.mutable_event());
-      if (!co_await stream.send(msg)) co_return Status{Code::canceled, "client disconnected"};
-      if (ev->kind == OutputEvent::Kind::end) co_return Status{};
-      keepalive_due = Clock::now() + ctx.keepalive_interval;
-    }
-    if (stream.client_gone()) co_return Status{Code::canceled, "client disconnected"};
-    auto wake_at = keepalive_due;
-    if (ctx.deadline && *ctx.deadline < wake_at) wake_at = *ctx.deadline;
-    bool woken = co_await wake.wait_until(wake_at);
-    if (!woken && Clock::now() >= keepalive_due && !(ctx.deadline && Clock::now() >= *ctx.deadline)) {
-      msg.Clear();
-      msg.mutable_event()->mutable_keepalive();
-      if (!co_await stream.send(msg)) co_return Status{Code::canceled, "client disconnected"};
-      keepalive_due = Clock::now() + ctx.keepalive_interval;
-    }
-  }
+  Response start;
+  start.mutable_event()->mutable_start()->set_pid(static_cast<uint32_t>(pid));
+  if (!co_await stream.send(start)) co_return Status{Code::canceled, "client disconnected"};
+  bool ended = false;
+  co_return co_await run_event_stream<Response>(
+      ctx, stream, sub.wake(),
+      [&](Response& msg) {
+        if (ended) return false;  // nothing follows the end event
+        auto ev = sub.pop();
+        if (!ev) return false;
+        msg.Clear();
+        fill_event(*ev, *msg.mutable_event());
+        ended = ev->kind == OutputEvent::Kind::end;
+        return true;
+      },
+      [&]() -> std::optional<Status> {
+        if (ended) return Status{};
+        return std::nullopt;
+      },
+      [](Response& msg) {
+        msg.Clear();
+        msg.mutable_event()->mutable_keepalive();
+      });
 }
 
 std::string describe_command(const ::process::ProcessConfig& cfg) {

@@ -4,7 +4,7 @@
 #include "files/content_type.hpp"
 #include "files/http_date.hpp"
 #include "files/media_type.hpp"
-#include "files/quote.hpp"
+#include "system/go_errors.hpp"
 
 namespace cove::files {
 namespace {
@@ -72,9 +72,9 @@ TEST(FilesHttpDate, FormatAndParse) {
 }
 
 TEST(FilesQuote, GoStyle) {
-  EXPECT_EQ(go_quote("a\"b\\c\r\n"), "\"a\\\"b\\\\c\\r\\n\"");
-  EXPECT_EQ(go_quote("\xE2\x9C\x93\xff"), "\"\xE2\x9C\x93\\xff\"");
-  EXPECT_EQ(go_errno(ENOSPC), "no space left on device");
+  EXPECT_EQ(system::go_quote("a\"b\\c\r\n"), "\"a\\\"b\\\\c\\r\\n\"");
+  EXPECT_EQ(system::go_quote("\xE2\x9C\x93\xff"), "\"\xE2\x9C\x93\\xff\"");
+  EXPECT_EQ(system::errno_text(ENOSPC), "no space left on device");
 }
 
 }  // namespace

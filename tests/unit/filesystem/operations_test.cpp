@@ -1,13 +1,17 @@
 // The one-shot Filesystem operations with envd's errors (envd.md §5), and EvalSymlinks.
 #include <gtest/gtest.h>
 
+#include <grp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
 
 #include "filesystem/eval_symlinks.hpp"
-#include "filesystem/go_errors.hpp"
+#include "system/go_errors.hpp"
 #include "filesystem/operations.hpp"
 #include "temp_dir.hpp"
 
@@ -16,7 +20,7 @@ using cove::filesystem::EntryType;
 using cove::filesystem::ErrorKind;
 using cove::filesystem::eval_symlinks;
 using cove::filesystem::EvalResult;
-using cove::filesystem::go_quote;
+using cove::system::go_quote;
 using cove::filesystem::list_dir;
 using cove::filesystem::make_dir;
 using cove::filesystem::move_entry;
@@ -47,13 +51,13 @@ std::vector<std::string> names_of(const std::vector<cove::filesystem::EntryInfo>
 }  // namespace
 
 TEST(FilesystemGoErrors, TextsAsGoPrintsThem) {
-  EXPECT_EQ(cove::filesystem::errno_text(ENOENT), "no such file or directory");
-  EXPECT_EQ(cove::filesystem::errno_text(EXDEV), "invalid cross-device link");
-  EXPECT_EQ(cove::filesystem::errno_text(ENOTEMPTY), "directory not empty");
-  EXPECT_EQ(cove::filesystem::path_error("lstat", "/x", ENOENT), "lstat /x: no such file or directory");
-  EXPECT_EQ(go_quote("/a b"), "\"/a b\"");
-  EXPECT_EQ(go_quote("q\"\\\n\x01\xff"), "\"q\\\"\\\\\\n\\x01\\xff\"");
-  EXPECT_EQ(go_quote("é"), "\"é\"");
+  EXPECT_EQ(cove::system::errno_text(ENOENT), "no such file or directory");
+  EXPECT_EQ(cove::system::errno_text(EXDEV), "invalid cross-device link");
+  EXPECT_EQ(cove::system::errno_text(ENOTEMPTY), "directory not empty");
+  EXPECT_EQ(cove::system::path_error("lstat", "/x", ENOENT), "lstat /x: no such file or directory");
+  EXPECT_EQ(cove::system::go_quote("/a b"), "\"/a b\"");
+  EXPECT_EQ(cove::system::go_quote("q\"\\\n\x01\xff"), "\"q\\\"\\\\\\n\\x01\\xff\"");
+  EXPECT_EQ(cove::system::go_quote("é"), "\"é\"");
 }
 
 TEST(FilesystemEvalSymlinks, ResolvesChainsRelativeAndAbsolute) {
@@ -186,16 +190,32 @@ TEST(ListDir, Errors) {
 }
 
 TEST(ListDir, UnreadableSubdirectoryFailsTheWholeCall) {
-  if (geteuid() == 0) GTEST_SKIP() << "root reads every directory";
   TempDir t;
   t.mkdir("locked", 0);
   t.write("z", "");
-  UserDatabase users;
-  auto shallow = list_dir(t.path(), 1, users);  // the locked dir is at the depth limit: not read
-  EXPECT_TRUE(shallow.ok());
-  auto deep = list_dir(t.path(), 2, users);
-  EXPECT_EQ(deep.error.kind, ErrorKind::internal);
-  EXPECT_NE(deep.error.message.find("permission denied"), std::string::npos) << deep.error.message;
+  chmod(t.path().c_str(), 0755);  // the unprivileged child below must reach the entries
+  // Root reads every directory, so the listing runs in a child as `nobody` (65534). Its exit
+  // code says which expectation failed.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const gid_t nobody = 65534;
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setresgid(nobody, nobody, nobody) != 0 ||
+                           setresuid(nobody, nobody, nobody) != 0)) {
+      _exit(10);
+    }
+    UserDatabase users;
+    if (!list_dir(t.path(), 1, users).ok()) _exit(11);  // the locked dir is at the depth limit: not read
+    auto deep = list_dir(t.path(), 2, users);
+    if (deep.error.kind != ErrorKind::internal) _exit(12);
+    if (deep.error.message.find("permission denied") == std::string::npos) _exit(13);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: could not drop privileges, 11: depth-1 listing failed, "
+                                       "12: depth-2 listing did not fail as internal, 13: wrong message";
   chmod((t / "locked").c_str(), 0755);
 }
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace cove::filesystem {
+namespace cove::system {
 
 // syscall.Errno.Error(): the C library's description with a lower-case first letter.
 std::string errno_text(int err);
@@ -19,4 +19,4 @@ std::string go_quote(std::string_view s);
 // Whether `s` is valid UTF-8 (protobuf strings must be).
 bool valid_utf8(std::string_view s);
 
-}  // namespace cove::filesystem
+}  // namespace cove::system

@@ -1,8 +1,8 @@
-#include "filesystem/go_errors.hpp"
+#include "system/go_errors.hpp"
 
 #include <cstring>
 
-namespace cove::filesystem {
+namespace cove::system {
 namespace {
 
 // Length of the UTF-8 sequence starting at s[i], or 0 if it is not a valid one (overlongs,
@@ -108,4 +108,4 @@ std::string go_quote(std::string_view s) {
   return out;
 }
 
-}  // namespace cove::filesystem
+}  // namespace cove::system
