@@ -3,7 +3,7 @@
 # and run for a fixed time each; fails on any crash, leak, sanitizer report or broken invariant.
 #
 #   envelope   Connect envelope reader   guest-agent/rpc/envelope.cpp
-#   multipart  multipart/form-data parser guest-agent/files/multipart.cpp (+ media_type, quote)
+#   multipart  multipart/form-data parser guest-agent/files/multipart.cpp (+ media_type, system/go_errors)
 #
 # Usage: tests/fuzz/run.sh [target...]      (default: all)
 # Env:   FUZZ_TIME  seconds per target (default 60)     CXX_FUZZ  compiler (default clang++-14)
@@ -27,7 +27,7 @@ command -v "$cxx" >/dev/null || die "$cxx not found (tools/deps.sh installs clan
 
 declare -A sources=(
   [envelope]="$agent/rpc/envelope.cpp"
-  [multipart]="$agent/files/multipart.cpp $agent/files/media_type.cpp $agent/files/quote.cpp"
+  [multipart]="$agent/files/multipart.cpp $agent/files/media_type.cpp $agent/system/go_errors.cpp"
 )
 targets=("$@")
 ((${#targets[@]})) || targets=(envelope multipart)
