@@ -8,7 +8,7 @@ packages=(
   libboost-dev libprotobuf-dev protobuf-compiler libprotoc-dev
   liburing-dev libseccomp-dev libcap-dev libssl-dev libsqlite3-dev
   nlohmann-json3-dev libgtest-dev zlib1g-dev
-  debootstrap util-linux curl ca-certificates
+  debootstrap util-linux curl ca-certificates iproute2 iptables e2fsprogs runc
   clang-14 libclang-rt-14-dev
   nodejs npm
 )

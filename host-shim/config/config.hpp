@@ -1,0 +1,46 @@
+#pragma once
+// `cove serve --config cove.toml`: what an operator may set, with defaults, and its validation.
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cove::shim {
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct TemplateConfig {
+  std::string id;                  // [a-z0-9][a-z0-9_-]*
+  std::vector<std::string> aliases;
+  std::string rootfs;              // host directory with the root filesystem
+  int cpu_count = 2;
+  int memory_mb = 512;
+  int disk_size_mb = 2048;
+};
+
+struct Config {
+  // Plain-HTTP listeners (the TLS edge arrives with the next issue). "host:port"; port 0 = any.
+  std::vector<std::string> api_listen = {"127.0.0.1:3000", "[::1]:3000"};
+  std::vector<std::string> sandbox_listen = {"127.0.0.1:3001", "[::1]:3001"};
+  std::string domain;              // returned in `domain`; empty → null
+  std::string state_dir = "/var/lib/cove";
+  std::string agent_path;          // the static cove-agent to install into every sandbox
+  int64_t default_timeout_s = 300; // when a create omits `timeout` (v1 body: E2B's 15 is too short for users of older SDKs)
+  int64_t max_timeout_s = 86400;   // longest lifetime a create/timeout/connect may ask for
+  int pids_max = 4096;
+  int max_sandboxes = 1000;        // running at once on this node
+  std::string bridge = "cove0";
+  std::string subnet = "10.88.0.0/16";  // sandboxes' addresses; .0.1 is the bridge
+  std::vector<TemplateConfig> templates;  // `base` is added from `base_rootfs` when missing
+  std::string base_rootfs;         // [templates.base] rootfs shorthand
+};
+
+// Parses the TOML text (the subset documented in docs/ARCHITECTURE.md) and validates it.
+// Unknown keys, wrong types and bad values throw ConfigError naming the key and line.
+Config parse_config(const std::string& toml_text);
+Config load_config(const std::string& path);
+
+}  // namespace cove::shim

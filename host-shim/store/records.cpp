@@ -1,0 +1,33 @@
+#include "store/records.hpp"
+
+#include <array>
+#include <utility>
+
+namespace cove::shim {
+namespace {
+constexpr std::array<std::pair<SandboxState, std::string_view>, 7> kStateNames{{
+    {SandboxState::creating, "creating"},
+    {SandboxState::running, "running"},
+    {SandboxState::pausing, "pausing"},
+    {SandboxState::paused, "paused"},
+    {SandboxState::resuming, "resuming"},
+    {SandboxState::killing, "killing"},
+    {SandboxState::killed, "killed"},
+}};
+}  // namespace
+
+std::string_view to_string(SandboxState state) {
+  for (auto& [s, name] : kStateNames) {
+    if (s == state) return name;
+  }
+  return "unknown";
+}
+
+std::optional<SandboxState> parse_sandbox_state(std::string_view text) {
+  for (auto& [s, name] : kStateNames) {
+    if (name == text) return s;
+  }
+  return std::nullopt;
+}
+
+}  // namespace cove::shim

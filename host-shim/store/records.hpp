@@ -1,0 +1,83 @@
+#pragma once
+// What the shim keeps durably: teams, API-key hashes, templates and sandboxes. Plain values; the
+// Store interface moves them in and out of a database, the lifecycle owns their meaning.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cove::shim {
+
+using Clock = std::chrono::system_clock;
+using TimePoint = Clock::time_point;
+
+// creating → running → (pausing → paused → resuming →) running … → killing → killed.
+enum class SandboxState { creating, running, pausing, paused, resuming, killing, killed };
+std::string_view to_string(SandboxState state);
+std::optional<SandboxState> parse_sandbox_state(std::string_view text);
+
+struct Team {
+  std::string id;    // "team_" + 20 [a-z0-9]
+  std::string name;  // unique
+  TimePoint created_at{};
+};
+
+struct ApiKey {
+  std::string hash;     // hex SHA-256 of the whole key; the key itself is never stored
+  std::string team_id;
+  std::string mask;     // "e2b_1234…cdef": enough to recognise a key in listings
+  TimePoint created_at{};
+};
+
+struct Template {
+  std::string id;                   // "base"
+  std::vector<std::string> aliases; // names that resolve to it ("base")
+  std::string build_id;
+  int cpu_count = 2;
+  int memory_mb = 512;
+  int disk_size_mb = 2048;
+  std::string envd_version;         // what `cove-agent -version` printed when it was registered
+  std::vector<std::string> layers;  // read-only root filesystem layers, uppermost first (host dirs)
+  bool is_public = false;
+  TimePoint created_at{};
+  TimePoint updated_at{};
+};
+
+struct SandboxRecord {
+  std::string id;                   // 20 [a-z0-9]
+  std::string team_id;
+  std::string template_id;
+  std::string alias;                // the name the client asked for, if it was an alias
+  SandboxState state = SandboxState::creating;
+  // Bumped by every state change; an operation that started at generation g may only commit
+  // while the record is still at g (fencing against kills and timeouts racing with it).
+  uint64_t generation = 0;
+  TimePoint started_at{};           // when it became ready (creation time while creating)
+  TimePoint end_at{};               // the reaper kills it at this time
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, std::string> env_vars;
+  int cpu_count = 0;
+  int memory_mb = 0;
+  int disk_size_mb = 0;
+  std::string envd_version;
+  bool secure = true;
+  bool allow_internet_access = true;
+  bool auto_pause = false;
+  bool auto_resume = false;
+  std::string network_json = "null";  // the create request's `network` object, echoed back
+  int64_t slot = -1;                  // per-node index: uid range, network address, names
+};
+
+// Page through a team's sandboxes, newest first (started_at desc, then id desc).
+struct SandboxQuery {
+  std::string team_id;
+  std::vector<SandboxState> states;           // empty: running and paused
+  std::map<std::string, std::string> metadata;  // all must match exactly
+  std::optional<std::pair<TimePoint, std::string>> after;  // cursor: strictly after this (started_at, id)
+  size_t limit = 100;
+};
+
+}  // namespace cove::shim
