@@ -89,6 +89,8 @@ std::optional<std::string> Exchange::query_param(std::string_view name) const {
   return std::nullopt;
 }
 
+unsigned Exchange::version() const { return parser_.get().version(); }
+
 bool Exchange::body_done() const { return parser_.is_done(); }
 
 bool Exchange::continue_pending() const {
@@ -189,6 +191,25 @@ net::awaitable<void> Exchange::write_streaming_header(unsigned status, std::stri
     stream_broken_ = true;
     close_ = true;
   }
+}
+
+net::awaitable<bool> Exchange::begin_relayed(unsigned status, const Fields& fields) {
+  bhttp::response<bhttp::empty_body> res;
+  for (const auto& f : fields) res.insert(f.name_string(), f.value());
+  for (const auto& f : response_headers_) res.set(f.name_string(), f.value());
+  res.result(status);
+  res.version(parser_.get().version());
+  res.keep_alive(parser_.get().keep_alive() && !close_);
+  responded_ = true;
+  bhttp::response_serializer<bhttp::empty_body> sr{res};
+  boost::system::error_code ec;
+  co_await bhttp::async_write_header(socket_, sr, net::redirect_error(net::use_awaitable, ec));
+  if (ec) {
+    stream_broken_ = true;
+    close_ = true;
+    co_return false;
+  }
+  co_return true;
 }
 
 net::awaitable<void> Exchange::begin_stream(unsigned status, std::string_view content_type) {

@@ -31,6 +31,7 @@ class Exchange {
 
   // Request.
   std::string_view method() const { return method_; }
+  unsigned version() const;  // 11 for HTTP/1.1, 10 for HTTP/1.0
   std::string_view target() const { return target_; }
   std::string_view path() const { return path_; }
   std::string_view query() const { return query_; }
@@ -66,6 +67,16 @@ class Exchange {
   // connection (close_after()). write_body returns false once the peer is gone.
   net::awaitable<void> begin_sized(unsigned status, std::string_view content_type, std::uint64_t length);
   net::awaitable<bool> write_body(std::string_view data);
+
+  // A relayed response header (a proxy passing on an upstream answer): `fields` as given plus
+  // response_headers(); the caller's fields carry the framing (Content-Length, or
+  // Transfer-Encoding: chunked, or neither for a bodiless answer) and the body follows through
+  // write_body or write_chunk + finish_stream. False once the peer is gone.
+  net::awaitable<bool> begin_relayed(unsigned status, const Fields& fields);
+
+  // The raw connection, for a proxy (e.g. to cancel a body read it no longer wants). Anything
+  // written here bypasses the exchange's bookkeeping.
+  Socket& socket() { return socket_; }
 
   bool responded() const { return responded_; }
   void close_after() { close_ = true; }

@@ -73,7 +73,7 @@ struct SandboxRecord {
 
 // Page through a team's sandboxes, newest first (started_at desc, then id desc).
 struct SandboxQuery {
-  std::string team_id;
+  std::string team_id;                        // empty: every team (operator listings)
   std::vector<SandboxState> states;           // empty: running and paused
   std::map<std::string, std::string> metadata;  // all must match exactly
   std::optional<std::pair<TimePoint, std::string>> after;  // cursor: strictly after this (started_at, id)

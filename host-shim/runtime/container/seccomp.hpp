@@ -8,6 +8,8 @@ namespace cove::shim::container {
 // Builds and loads the filter into the calling thread (TSYNC is not needed: single-threaded).
 // Does not set no_new_privs (setuid sudo must keep working); the caller holds CAP_SYS_ADMIN in
 // the sandbox's user namespace, which the kernel accepts instead. Throws std::runtime_error.
+// Order in the sandbox init: configure_sandbox_interfaces, this, restrict_to_default_capabilities
+// (which drops CAP_SYS_ADMIN), exec.
 void load_sandbox_seccomp_filter();
 
 }  // namespace cove::shim::container

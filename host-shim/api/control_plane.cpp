@@ -1,0 +1,229 @@
+#include "api/control_plane.hpp"
+
+#include <memory>
+
+#include "api/errors.hpp"
+#include "api/query_string.hpp"
+#include "api/requests.hpp"
+#include "api/responses.hpp"
+#include "api/routes.hpp"
+
+namespace cove::shim::api {
+namespace {
+using nlohmann::json;
+
+constexpr std::string_view kJson = "application/json";
+// GET /sandboxes (v1) returns every running sandbox; pages are followed up to this many.
+constexpr int kMaxListPages = 1000;
+
+class ControlPlane {
+ public:
+  ControlPlane(Lifecycle& lifecycle, ControlPlaneOptions options)
+      : lifecycle_(lifecycle), options_(std::move(options)) {
+    context_.client_id = options_.client_id;
+    context_.domain = options_.domain;
+  }
+
+  net::awaitable<void> handle(http::Exchange& ex) {
+    int status = 0;
+    std::string message;
+    try {
+      co_await route(ex);
+    } catch (const ApiError& e) {
+      status = e.status;
+      message = e.what();
+    } catch (const LifecycleError& e) {
+      status = e.status();
+      message = e.what();
+    } catch (const std::exception&) {
+      // Details may name hosts, paths or secrets. (A broken connection lands here too; answering
+      // it then fails and the server loop drops the connection.)
+      status = 500;
+      message = "Internal server error";
+    }
+    if (status != 0 && !ex.responded()) {
+      ex.response_headers().erase("X-Next-Token");
+      co_await respond_error(ex, status, message);
+    }
+  }
+
+ private:
+  net::awaitable<void> route(http::Exchange& ex) {
+    RouteMatch match = match_route(ex.method(), ex.path());
+    if (match.kind == RouteMatch::Kind::none) throw ApiError(404, "Not found");
+    if (match.kind == RouteMatch::Kind::wrong_method) {
+      ex.response_headers().set("Allow", match.allow);
+      throw ApiError(405, "Method not allowed");
+    }
+    if (match.endpoint == Endpoint::health) {
+      co_await ex.respond(200, "text/plain; charset=utf-8", "Health check successful");
+      co_return;
+    }
+    const std::string team = authenticate(ex);
+    if (match.endpoint == Endpoint::unimplemented) {
+      throw ApiError(501, std::string(ex.method()) + " " + match.pattern + " is not implemented");
+    }
+    const QueryString query(ex.query());
+    const auto id = [&] { return parse_sandbox_id(match.params.at(0)); };
+
+    switch (match.endpoint) {
+      case Endpoint::create_v1:
+      case Endpoint::create_v2: {
+        const bool v1 = match.endpoint == Endpoint::create_v1;
+        std::string body = co_await read_body(ex);
+        CreateRequest request = parse_create_request(body, v1 ? ApiVersion::v1 : ApiVersion::v2,
+                                                     v1 ? options_.v1_default_timeout_s : std::nullopt);
+        SandboxView view = co_await lifecycle_.create(team, std::move(request));
+        json out = sandbox_json(view, context_);  // named: GCC 12 and co_await operands
+        co_await respond_json(ex, 201, out);
+        co_return;
+      }
+      case Endpoint::connect_v1:
+      case Endpoint::connect_v2: {
+        std::string sandbox = id();
+        std::string body = co_await read_body(ex);
+        auto timeout = parse_connect_request(
+            body, match.endpoint == Endpoint::connect_v1 ? ApiVersion::v1 : ApiVersion::v2);
+        auto [view, resumed] = co_await lifecycle_.connect(team, sandbox, timeout);
+        json out = sandbox_json(view, context_);
+        co_await respond_json(ex, resumed ? 201 : 200, out);
+        co_return;
+      }
+      case Endpoint::get: {
+        std::string sandbox = id();
+        SandboxView view = co_await lifecycle_.get(team, sandbox);
+        json out = sandbox_detail_json(view, context_);
+        co_await respond_json(ex, 200, out);
+        co_return;
+      }
+      case Endpoint::kill: {
+        std::string sandbox = id();
+        if (!co_await lifecycle_.kill(team, sandbox)) {
+          throw ApiError(404, sandbox_not_found_message(sandbox));
+        }
+        co_await ex.respond(204, "", "");
+        co_return;
+      }
+      case Endpoint::set_timeout: {
+        std::string sandbox = id();
+        std::string body = co_await read_body(ex);
+        int64_t timeout = parse_timeout_request(body);
+        co_await lifecycle_.set_timeout(team, sandbox, timeout);
+        co_await ex.respond(204, "", "");
+        co_return;
+      }
+      case Endpoint::refresh: {
+        std::string sandbox = id();
+        std::string body = co_await read_body(ex);
+        int64_t duration = parse_refresh_request(body);
+        co_await lifecycle_.refresh(team, sandbox, duration);
+        co_await ex.respond(204, "", "");
+        co_return;
+      }
+      case Endpoint::list_v1:
+        co_await list_all_running(ex, team, query);
+        co_return;
+      case Endpoint::list_v2: {
+        ListRequest request = parse_list_query(query, ApiVersion::v2);
+        ListPage page = co_await lifecycle_.list(team, std::move(request));
+        json items = json::array();
+        for (const auto& view : page.items) items.push_back(listed_sandbox_json(view, context_));
+        // The SDK's hasNext is `!!X-Next-Token`: present only when another page exists.
+        if (page.next_token && !page.next_token->empty()) {
+          ex.response_headers().set("X-Next-Token", *page.next_token);
+        }
+        co_await respond_json(ex, 200, items);
+        co_return;
+      }
+      case Endpoint::metrics: {
+        std::string sandbox = id();
+        MetricsWindow window = parse_metrics_window(query);
+        auto samples = co_await lifecycle_.metrics(team, sandbox, window.start, window.end);
+        json items = json::array();
+        for (const auto& s : samples) items.push_back(metric_json(s));
+        co_await respond_json(ex, 200, items);
+        co_return;
+      }
+      case Endpoint::metrics_many: {
+        std::vector<std::string> ids = parse_sandbox_ids(query);
+        auto latest = co_await lifecycle_.latest_metrics(team, std::move(ids));
+        json sandboxes = json::object();
+        for (const auto& [sandbox, sample] : latest) sandboxes[sandbox] = metric_json(sample);
+        json body{{"sandboxes", std::move(sandboxes)}};  // named: GCC 12 and co_await operands
+        co_await respond_json(ex, 200, body);
+        co_return;
+      }
+      case Endpoint::templates: {
+        json items = json::array();
+        for (const auto& t : lifecycle_.templates()) items.push_back(template_json(t));
+        co_await respond_json(ex, 200, items);
+        co_return;
+      }
+      case Endpoint::template_alias: {
+        auto alias = path_unescape(match.params.at(0));
+        if (!alias) throw bad_request("Invalid template alias");
+        auto found = lifecycle_.template_by_alias(*alias);
+        if (!found) throw ApiError(404, "Template alias not found");
+        json out = template_alias_json(*found);
+        co_await respond_json(ex, 200, out);
+        co_return;
+      }
+      case Endpoint::health:
+      case Endpoint::unimplemented:
+        break;  // answered above
+    }
+  }
+
+  std::string authenticate(const http::Exchange& ex) {
+    std::string_view key = ex.header("X-API-Key");  // header names compare case-insensitively
+    if (key.empty()) throw ApiError(401, "API key is missing");
+    auto team = lifecycle_.team_for_api_key(std::string(key));
+    if (!team) throw ApiError(401, "Invalid API key");
+    return *team;
+  }
+
+  net::awaitable<std::string> read_body(http::Exchange& ex) {
+    auto body = co_await ex.read_body_all(options_.max_body_bytes);
+    if (!body) throw ApiError(413, "Request body too large");
+    co_return std::move(*body);
+  }
+
+  // v1 list: every running sandbox of the team in one array, so the lifecycle's pages are followed.
+  net::awaitable<void> list_all_running(http::Exchange& ex, const std::string& team, const QueryString& query) {
+    const ListRequest first = parse_list_query(query, ApiVersion::v1);
+    json items = json::array();
+    std::optional<std::string> token;
+    for (int page_no = 0; page_no < kMaxListPages; ++page_no) {
+      ListRequest request = first;
+      request.next_token = token;
+      ListPage page = co_await lifecycle_.list(team, std::move(request));
+      for (const auto& view : page.items) items.push_back(listed_sandbox_json(view, context_));
+      if (!page.next_token || page.next_token->empty() || page.next_token == token) break;
+      token = std::move(page.next_token);
+    }
+    co_await respond_json(ex, 200, items);
+  }
+
+  static net::awaitable<void> respond_json(http::Exchange& ex, unsigned status, const json& body) {
+    std::string text = dump(body);
+    co_await ex.respond(status, kJson, std::move(text));
+  }
+
+  static net::awaitable<void> respond_error(http::Exchange& ex, int status, const std::string& message) {
+    std::string text = error_body(status, message);
+    co_await ex.respond(static_cast<unsigned>(status), kJson, std::move(text));
+  }
+
+  Lifecycle& lifecycle_;
+  ControlPlaneOptions options_;
+  ResponseContext context_;
+};
+
+}  // namespace
+
+http::Handler make_control_plane(Lifecycle& lifecycle, ControlPlaneOptions options) {
+  auto plane = std::make_shared<ControlPlane>(lifecycle, std::move(options));
+  return [plane](http::Exchange& ex) { return plane->handle(ex); };
+}
+
+}  // namespace cove::shim::api

@@ -1,0 +1,521 @@
+#include "runtime/container/container_runtime.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <thread>
+
+#include "runtime/container/host_channel.hpp"
+#include "runtime/container/host_files.hpp"
+#include "runtime/container/idmap.hpp"
+#include "runtime/container/launch_spec.hpp"
+
+namespace cove::shim::container {
+
+struct ContainerRuntime::Watch {
+  explicit Watch(net::any_io_executor ex) : descriptor(std::move(ex)) {}
+  net::posix::stream_descriptor descriptor;  // a dup of the init's pidfd; used on the executor only
+  std::atomic<bool> cancelled{false};        // destroyed on purpose: no callback
+  std::atomic<bool> exited{false};
+};
+
+struct ContainerRuntime::ExitCallback {
+  std::mutex mutex;
+  std::function<void(const std::string&)> callback;
+  bool alive = true;
+};
+
+namespace {
+
+// Raw calls: glibc 2.36's <sys/pidfd.h> lacks the C linkage wrapper.
+int pidfd_open(pid_t pid, unsigned flags) { return static_cast<int>(syscall(SYS_pidfd_open, pid, flags)); }
+int pidfd_send_signal(int pidfd, int sig, siginfo_t* info, unsigned flags) {
+  return static_cast<int>(syscall(SYS_pidfd_send_signal, pidfd, sig, info, flags));
+}
+
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() { reset(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  void reset() {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+};
+
+std::string directory_of_self() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+void make_dir(const std::string& path, mode_t mode) {
+  if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) throw_errno("create state directory");
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Reads until EOF or the deadline; false on timeout.
+bool read_until_eof(int fd, std::string& out, std::chrono::steady_clock::time_point deadline) {
+  char buf[1024];
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    int r = poll(&p, 1, static_cast<int>(left.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return true;
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+// The init is the shim's child (CLONE_PARENT) unless it was recovered after a restart.
+void reap(int pidfd) {
+  siginfo_t info{};
+  while (waitid(P_PIDFD, static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG) < 0 && errno == EINTR) {
+  }
+}
+
+bool wait_readable(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  int r;
+  do r = poll(&p, 1, static_cast<int>(timeout.count()));
+  while (r < 0 && errno == EINTR);
+  return r > 0;
+}
+
+}  // namespace
+
+ContainerRuntime::ContainerRuntime(net::any_io_executor executor, ContainerRuntimeOptions options,
+                                   HostNetwork& network)
+    : executor_(std::move(executor)),
+      options_(std::move(options)),
+      network_(network),
+      images_(options_.state_dir + "/images"),
+      exit_callback_(std::make_shared<ExitCallback>()) {
+  if (options_.state_dir.empty() || options_.state_dir[0] != '/') {
+    throw RuntimeError("container runtime: state_dir must be an absolute path");
+  }
+  if (options_.init_path.empty()) options_.init_path = directory_of_self() + "/cove-sandbox-init";
+  try {
+    make_dir(options_.state_dir, 0700);
+    make_dir(options_.state_dir + "/sandboxes", 0700);
+    make_dir(options_.state_dir + "/images", 0700);
+    cgroup_layout_ = detect_cgroup_layout();
+    plan_cgroups(cgroup_layout_, "probe");  // throws if nothing usable
+  } catch (const std::exception& e) {
+    throw RuntimeError(std::string("container runtime: ") + e.what());
+  }
+  if (access(options_.init_path.c_str(), X_OK) != 0) {
+    throw RuntimeError("container runtime: cove-sandbox-init not found or not executable");
+  }
+}
+
+ContainerRuntime::~ContainerRuntime() {
+  {
+    std::lock_guard lock(exit_callback_->mutex);
+    exit_callback_->alive = false;
+  }
+  // Sandboxes outlive the shim (recover() finds them again); only our handles go.
+  std::lock_guard lock(mutex_);
+  for (auto& [id, inst] : instances_) {
+    if (inst->watch) inst->watch->cancelled = true;
+    if (inst->pidfd >= 0) close(inst->pidfd);
+  }
+}
+
+bool ContainerRuntime::valid_id(const std::string& id) {
+  if (id.empty() || id.size() > 63) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    char c = id[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '-' && c != '_'))) return false;
+  }
+  return true;
+}
+
+std::string ContainerRuntime::sandbox_dir(const std::string& id) const {
+  return options_.state_dir + "/sandboxes/" + id;
+}
+
+void ContainerRuntime::start(const SandboxSpec& spec) {
+  if (!valid_id(spec.id)) throw RuntimeError("invalid sandbox id");
+  if (spec.layers.empty()) throw RuntimeError("sandbox has no root filesystem layers");
+  for (const auto& layer : spec.layers) {
+    if (layer.empty() || layer[0] != '/' || !is_directory(layer)) throw RuntimeError("a root filesystem layer is missing");
+  }
+  if (spec.cpu_count < 1 || spec.cpu_count > 1024) throw RuntimeError("cpu_count out of range");
+  if (spec.memory_mb < 16) throw RuntimeError("memory_mb out of range");
+  if (spec.disk_size_mb < 16) throw RuntimeError("disk_size_mb out of range");
+  if (spec.pids_max < 8) throw RuntimeError("pids_max out of range");
+  if (spec.agent_port == 0) throw RuntimeError("agent_port out of range");
+  try {
+    host_base_for_slot(spec.slot);
+  } catch (const std::out_of_range&) {
+    throw RuntimeError("slot out of range");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (instances_.count(spec.id)) throw RuntimeError("sandbox already exists");
+  }
+  std::string dir = sandbox_dir(spec.id);
+  if (mkdir(dir.c_str(), 0700) != 0) {
+    if (errno == EEXIST) throw RuntimeError("sandbox already exists");
+    throw RuntimeError(std::string("cannot create sandbox directory: ") + strerror(errno));
+  }
+
+  InstanceRecord record;
+  record.id = spec.id;
+  record.slot = spec.slot;
+  record.internet = spec.allow_internet_access;
+  record.cpu_count = spec.cpu_count;
+  record.layers = spec.layers;
+  try {
+    record.cgroups = plan_cgroups(cgroup_layout_, spec.id);
+    save_instance(dir + "/instance.json", record);
+    copy_sparse(images_.empty_image(spec.disk_size_mb), dir + "/disk.img");
+    launch(spec, record);
+    int pidfd = pidfd_open(record.pid, 0);
+    if (pidfd < 0) throw_errno("pidfd_open");
+    auto start_time = process_start_time(record.pid);
+    record.start_time = start_time.value_or(0);
+    try {
+      save_instance(dir + "/instance.json", record);
+    } catch (...) {
+      close(pidfd);
+      throw;
+    }
+    adopt(record, pidfd);
+  } catch (const std::exception& e) {
+    try {
+      cleanup(spec.id, record, -1);
+    } catch (...) {
+    }
+    throw RuntimeError(std::string("sandbox start failed: ") + e.what());
+  }
+}
+
+void ContainerRuntime::launch(const SandboxSpec& spec, InstanceRecord& record) {
+  LaunchSpec ls;
+  ls.id = spec.id;
+  ls.sandbox_dir = sandbox_dir(spec.id);
+  ls.layers = spec.layers;
+  ls.id_base = host_base_for_slot(spec.slot);
+  ls.id_count = kIdRangeSize;
+  ls.cgroups = record.cgroups;
+  ls.limits.memory_bytes = static_cast<uint64_t>(spec.memory_mb) << 20;
+  ls.limits.cpu_period_us = 100000;
+  ls.limits.cpu_quota_us = static_cast<int64_t>(spec.cpu_count) * 100000;
+  ls.limits.pids_max = spec.pids_max;
+  ls.internet = spec.allow_internet_access;
+  ls.slot = spec.slot;
+  ls.bridge = options_.network.bridge;
+  ls.subnet = options_.network.subnet;
+  if (spec.allow_internet_access) {
+    ls.address = network_.address_for_slot(spec.slot);
+    ls.gateway = network_.gateway();
+    ls.prefix_length = network_.prefix_length();
+  }
+  ls.agent_port = spec.agent_port;
+  std::string json = to_json(ls);
+
+  int spec_pipe[2], report_pipe[2];
+  if (pipe2(spec_pipe, O_CLOEXEC) != 0) throw_errno("pipe");
+  Fd spec_r(spec_pipe[0]), spec_w(spec_pipe[1]);
+  if (pipe2(report_pipe, O_CLOEXEC) != 0) throw_errno("pipe");
+  Fd report_r(report_pipe[0]), report_w(report_pipe[1]);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, spec_r.fd, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, report_w.fd, 3);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // A clean environment: nothing of the shim's reaches the launcher.
+  std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char arg0[] = "cove-sandbox-init";
+  char* argv[] = {arg0, nullptr};
+  pid_t launcher = 0;
+  int rc = posix_spawn(&launcher, options_.init_path.c_str(), &fa, &attr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw std::system_error(rc, std::generic_category(), "spawn cove-sandbox-init");
+  spec_r.reset();
+  report_w.reset();
+
+  // The spec is small; the launcher reads it whole before doing anything else.
+  std::string_view rest = json;
+  while (!rest.empty()) {
+    ssize_t n = write(spec_w.fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the launcher died: its report (none) tells
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+  spec_w.reset();
+
+  std::string reply;
+  bool complete = read_until_eof(report_r.fd, reply, std::chrono::steady_clock::now() + options_.start_timeout);
+  if (!complete) kill(launcher, SIGKILL);
+  int status = 0;
+  while (waitpid(launcher, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!complete) throw std::runtime_error("cove-sandbox-init timed out");
+  auto report = parse_launch_report(reply);
+  if (!report) throw std::runtime_error("cove-sandbox-init failed without a report");
+  if (!report->ok) throw std::runtime_error(report->error);
+  record.pid = report->pid;
+  record.loop = report->loop;
+}
+
+void ContainerRuntime::adopt(InstanceRecord record, int pidfd) {
+  auto inst = std::make_unique<Instance>();
+  inst->pidfd = pidfd;
+  inst->watch = std::make_shared<Watch>(executor_);
+  auto watch = inst->watch;
+  std::string id = record.id;
+  inst->record = std::move(record);
+  int watch_fd = fcntl(pidfd, F_DUPFD_CLOEXEC, 0);
+  {
+    std::lock_guard lock(mutex_);
+    instances_[id] = std::move(inst);
+  }
+  if (watch_fd < 0) return;  // no exit notification for this one; everything else works
+  // The descriptor is set up and waited on from the executor, as asio objects want.
+  net::post(executor_, [watch, watch_fd, id, callbacks = exit_callback_] {
+    if (watch->cancelled) {
+      close(watch_fd);
+      return;
+    }
+    watch->descriptor.assign(watch_fd);
+    watch->descriptor.async_wait(net::posix::stream_descriptor::wait_read,
+                                 [watch, id, callbacks](const boost::system::error_code& ec) {
+                                   if (ec || watch->cancelled) return;
+                                   watch->exited = true;
+                                   reap(watch->descriptor.native_handle());
+                                   std::function<void(const std::string&)> cb;
+                                   {
+                                     std::lock_guard lock(callbacks->mutex);
+                                     if (callbacks->alive) cb = callbacks->callback;
+                                   }
+                                   if (cb) cb(id);
+                                 });
+  });
+}
+
+void ContainerRuntime::on_exit(std::function<void(const std::string& id)> callback) {
+  std::lock_guard lock(exit_callback_->mutex);
+  exit_callback_->callback = std::move(callback);
+}
+
+namespace {
+[[noreturn]] void no_such_sandbox() {
+  throw boost::system::system_error(boost::system::errc::make_error_code(boost::system::errc::no_such_process));
+}
+}  // namespace
+
+// Alive means: known, and its pidfd can still be signalled. While it is alive its pid cannot
+// name another process, so the procfs path below reaches this sandbox's root.
+int ContainerRuntime::live_pidfd(const std::string& id, pid_t& pid) {
+  std::lock_guard lock(mutex_);
+  auto it = instances_.find(id);
+  if (it == instances_.end() || it->second->watch->exited) return -1;
+  if (pidfd_send_signal(it->second->pidfd, 0, nullptr, 0) != 0) return -1;
+  pid = it->second->record.pid;
+  return fcntl(it->second->pidfd, F_DUPFD_CLOEXEC, 0);
+}
+
+net::awaitable<Socket> ContainerRuntime::connect(const std::string& id, uint16_t port) {
+  pid_t pid = 0;
+  Fd pidfd(live_pidfd(id, pid));
+  if (pidfd.fd < 0) no_such_sandbox();
+  std::string path = "/proc/" + std::to_string(pid) + "/root/run/cove/agent.sock";
+  std::optional<Socket> socket;
+  try {
+    socket.emplace(co_await connect_host_channel(path, port));
+  } catch (const boost::system::system_error&) {
+    if (pidfd_send_signal(pidfd.fd, 0, nullptr, 0) != 0) no_such_sandbox();  // died meanwhile
+    throw;
+  }
+  // Still alive after the connect: the path did lead to this sandbox.
+  if (pidfd_send_signal(pidfd.fd, 0, nullptr, 0) != 0) no_such_sandbox();
+  co_return std::move(*socket);
+}
+
+void ContainerRuntime::destroy(const std::string& id) {
+  if (!valid_id(id)) return;  // nothing of ours can carry such a name
+  std::optional<InstanceRecord> record;
+  int pidfd = -1;
+  std::shared_ptr<Watch> watch;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = instances_.find(id);
+    if (it != instances_.end()) {
+      record = it->second->record;
+      pidfd = it->second->pidfd;
+      watch = it->second->watch;
+      instances_.erase(it);
+    }
+  }
+  if (watch) {
+    watch->cancelled = true;
+    net::post(executor_, [watch] {
+      boost::system::error_code ignored;
+      watch->descriptor.close(ignored);
+    });
+  }
+  if (!record) record = load_instance(sandbox_dir(id) + "/instance.json");
+  try {
+    cleanup(id, record, pidfd);
+  } catch (...) {
+    if (pidfd >= 0) close(pidfd);
+    throw;
+  }
+  if (pidfd >= 0) close(pidfd);
+}
+
+void ContainerRuntime::cleanup(const std::string& id, const std::optional<InstanceRecord>& record, int pidfd) {
+  std::string dir = sandbox_dir(id);
+  CgroupPlan plan;
+  if (record && !record->cgroups.groups().empty()) {
+    plan = record->cgroups;
+  } else {
+    plan = plan_cgroups(cgroup_layout_, id);
+  }
+
+  // Everything in the sandbox, the launcher of a half-made one included, is in its cgroups.
+  kill_cgroup_processes(plan);
+  if (pidfd >= 0) {
+    pidfd_send_signal(pidfd, SIGKILL, nullptr, 0);
+  } else if (record && record->pid > 0 && process_start_time(record->pid) == record->start_time) {
+    kill(record->pid, SIGKILL);
+  }
+  if (!wait_cgroups_empty(plan, options_.kill_timeout)) {
+    throw RuntimeError("sandbox processes did not exit");
+  }
+  if (pidfd >= 0 && wait_readable(pidfd, options_.kill_timeout)) reap(pidfd);
+  if (record && record->internet) {
+    try {
+      network_.detach(record->slot);
+    } catch (const std::exception&) {
+      // A missing interface is what we want anyway; anything else must not keep the rest here.
+    }
+  }
+  if (!remove_cgroups(plan)) throw RuntimeError("sandbox cgroups could not be removed");
+
+  // The disk's loop device detaches itself once the sandbox's mount namespace is gone, which the
+  // kernel finishes shortly after the last process exits.
+  if (record && record->loop >= 0) {
+    std::string backing_path = "/sys/block/loop" + std::to_string(record->loop) + "/loop/backing_file";
+    std::string disk = dir + "/disk.img";
+    auto deadline = std::chrono::steady_clock::now() + options_.kill_timeout;
+    for (auto pause = std::chrono::microseconds(100);; pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(10))) {
+      std::string backing;
+      if (!try_read_text(backing_path, backing) || backing.rfind(disk, 0) != 0) break;
+      if (std::chrono::steady_clock::now() >= deadline) throw RuntimeError("sandbox disk is still attached");
+      std::this_thread::sleep_for(pause);
+    }
+  }
+  try {
+    remove_tree(dir);
+  } catch (const std::exception& e) {
+    throw RuntimeError(std::string("cannot remove sandbox directory: ") + e.what());
+  }
+}
+
+bool ContainerRuntime::recover(const std::string& id) {
+  if (!valid_id(id)) return false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = instances_.find(id);
+    if (it != instances_.end()) return !it->second->watch->exited;
+  }
+  auto record = load_instance(sandbox_dir(id) + "/instance.json");
+  if (!record || record->pid <= 0 || record->id != id) return false;
+  if (process_start_time(record->pid) != record->start_time) return false;
+  int pidfd = pidfd_open(record->pid, 0);
+  if (pidfd < 0) return false;
+  // Checked again with the pidfd held: the pid cannot change owner after this.
+  if (process_start_time(record->pid) != record->start_time) {
+    close(pidfd);
+    return false;
+  }
+  adopt(*record, pidfd);
+  return true;
+}
+
+std::vector<std::string> ContainerRuntime::instances() {
+  std::vector<std::string> out;
+  DIR* dir = opendir((options_.state_dir + "/sandboxes").c_str());
+  if (!dir) return out;
+  while (dirent* e = readdir(dir)) {
+    std::string name = e->d_name;
+    if (valid_id(name) && is_directory(sandbox_dir(name))) out.push_back(name);
+  }
+  closedir(dir);
+  return out;
+}
+
+std::optional<SandboxStats> ContainerRuntime::stats(const std::string& id) {
+  InstanceRecord record;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = instances_.find(id);
+    if (it == instances_.end() || it->second->watch->exited) return std::nullopt;
+    if (pidfd_send_signal(it->second->pidfd, 0, nullptr, 0) != 0) return std::nullopt;
+    record = it->second->record;
+  }
+  SandboxStats s;
+  s.cpu_count = record.cpu_count;
+  CgroupUsage usage = read_cgroup_usage(record.cgroups);
+  s.cpu_usage_ns = usage.cpu_ns;
+  s.memory_used = usage.memory_used;
+  s.memory_total = usage.memory_limit;
+  // The overlay's statfs is its upper filesystem's: the sandbox's disk.
+  struct statfs fs {};
+  if (statfs(("/proc/" + std::to_string(record.pid) + "/root").c_str(), &fs) == 0) {
+    s.disk_total = static_cast<uint64_t>(fs.f_blocks) * fs.f_frsize;
+    s.disk_used = static_cast<uint64_t>(fs.f_blocks - fs.f_bfree) * fs.f_frsize;
+  }
+  return s;
+}
+
+void ContainerRuntime::pause(const std::string&) { throw RuntimeError("pause is not supported yet"); }
+void ContainerRuntime::resume(const std::string&) { throw RuntimeError("resume is not supported yet"); }
+
+}  // namespace cove::shim::container

@@ -1,0 +1,401 @@
+// The Store on SQLite: one connection guarded by a mutex (the shim's write rate is a few rows per
+// sandbox operation; WAL lets the CLI read while `serve` writes), prepared statements made once.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "auth/random.hpp"
+#include "store/migrations.hpp"
+#include "store/sqlite.hpp"
+#include "store/store.hpp"
+
+namespace cove::shim {
+namespace {
+
+using sqlite::Statement;
+
+int64_t to_ns(TimePoint t) { return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(); }
+TimePoint from_ns(int64_t ns) {
+  return TimePoint(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
+}
+
+std::string to_json(const auto& value, std::string_view what) {
+  try {
+    return nlohmann::json(value).dump();
+  } catch (const nlohmann::json::exception&) {
+    throw StoreError(std::string(what) + " is not valid UTF-8");
+  }
+}
+
+template <class T>
+T from_json(const std::string& text, std::string_view what) {
+  try {
+    return nlohmann::json::parse(text).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw StoreError("state database: stored " + std::string(what) + " is corrupt");
+  }
+}
+
+// A reset on entry and on exit, so a statement that threw half-way is clean for its next user.
+struct Use {
+  explicit Use(Statement& s) : st(s) { st.reset(); }
+  ~Use() { st.reset(); }
+  Statement& st;
+};
+
+constexpr const char* kTemplateColumns =
+    "id, build_id, cpu_count, memory_mb, disk_size_mb, envd_version, layers, is_public, created_at, updated_at";
+
+#define COVE_SANDBOX_COLUMNS                                                                          \
+  "id, team_id, template_id, alias, state, generation, started_at, end_at, metadata, env_vars, "      \
+  "cpu_count, memory_mb, disk_size_mb, envd_version, secure, allow_internet_access, auto_pause, " \
+  "auto_resume, network_json, slot"
+
+constexpr const char* kSelectSandboxes = "SELECT " COVE_SANDBOX_COLUMNS " FROM sandboxes ";
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(const std::string& path) : conn_(path) {
+    sqlite3_busy_timeout(conn_.get(), 5000);
+    conn_.exec("PRAGMA foreign_keys = ON");
+    {
+      Statement wal(conn_, "PRAGMA journal_mode = WAL");
+      if (!wal.step() || wal.text(0) != "wal") throw StoreError("state database: cannot enable WAL mode");
+    }
+    // NORMAL in WAL mode: a power cut may lose the last commits but never corrupts the file.
+    conn_.exec("PRAGMA synchronous = NORMAL");
+    migrate(conn_);
+    prepare();
+  }
+
+  Team ensure_team(std::string_view name) override {
+    std::lock_guard lock(mu_);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      if (auto team = team_where(*team_by_name_, name)) return *team;
+      Use use(*insert_team_);
+      insert_team_->bind(1, "team_" + random_lowercase_alnum(20));
+      insert_team_->bind(2, name);
+      insert_team_->bind(3, to_ns(Clock::now()));
+      insert_team_->run();  // OR IGNORE: another process may have created it meanwhile
+    }
+    throw StoreError("cannot create a team");
+  }
+
+  std::optional<Team> team_by_id(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    return team_where(*team_by_id_, id);
+  }
+
+  void add_api_key(const ApiKey& key) override {
+    std::lock_guard lock(mu_);
+    Use use(*insert_key_);
+    insert_key_->bind(1, key.hash);
+    insert_key_->bind(2, key.team_id);
+    insert_key_->bind(3, key.mask);
+    insert_key_->bind(4, to_ns(key.created_at));
+    insert_key_->run();
+  }
+
+  std::optional<std::string> team_for_key_hash(std::string_view hash) override {
+    std::lock_guard lock(mu_);
+    Use use(*team_for_key_);
+    team_for_key_->bind(1, hash);
+    if (!team_for_key_->step()) return std::nullopt;
+    return team_for_key_->text(0);
+  }
+
+  void upsert_template(const Template& tpl) override {
+    std::lock_guard lock(mu_);
+    sqlite::Transaction tx(conn_);
+    {
+      Use use(*upsert_template_);
+      auto& st = *upsert_template_;
+      st.bind(1, tpl.id);
+      st.bind(2, tpl.build_id);
+      st.bind(3, int64_t{tpl.cpu_count});
+      st.bind(4, int64_t{tpl.memory_mb});
+      st.bind(5, int64_t{tpl.disk_size_mb});
+      st.bind(6, tpl.envd_version);
+      st.bind(7, to_json(tpl.layers, "a template layer"));
+      st.bind(8, int64_t{tpl.is_public});
+      st.bind(9, to_ns(tpl.created_at));
+      st.bind(10, to_ns(tpl.updated_at));
+      st.run();
+    }
+    {
+      Use use(*delete_aliases_);
+      delete_aliases_->bind(1, tpl.id);
+      delete_aliases_->run();
+    }
+    int64_t position = 0;
+    for (const auto& alias : tpl.aliases) {
+      {
+        Use use(*alias_owner_);
+        alias_owner_->bind(1, alias);
+        if (alias_owner_->step()) {
+          if (alias_owner_->text(0) == tpl.id) continue;  // listed twice
+          throw StoreError("template alias already belongs to another template");
+        }
+      }
+      Use use(*insert_alias_);
+      insert_alias_->bind(1, alias);
+      insert_alias_->bind(2, tpl.id);
+      insert_alias_->bind(3, position++);
+      insert_alias_->run();
+    }
+    tx.commit();
+  }
+
+  std::optional<Template> template_by_id_or_alias(std::string_view id_or_alias) override {
+    std::lock_guard lock(mu_);
+    // An id wins over an alias of the same name.
+    if (auto tpl = template_where_id(id_or_alias)) return tpl;
+    std::string id;
+    {
+      Use use(*alias_owner_);
+      alias_owner_->bind(1, id_or_alias);
+      if (!alias_owner_->step()) return std::nullopt;
+      id = alias_owner_->text(0);
+    }
+    return template_where_id(id);
+  }
+
+  std::vector<Template> templates() override {
+    std::lock_guard lock(mu_);
+    std::vector<Template> out;
+    {
+      Use use(*all_templates_);
+      while (all_templates_->step()) out.push_back(read_template(*all_templates_));
+    }
+    for (auto& tpl : out) tpl.aliases = aliases_of(tpl.id);
+    return out;
+  }
+
+  void insert_sandbox(const SandboxRecord& rec) override {
+    std::lock_guard lock(mu_);
+    Use use(*insert_sandbox_);
+    bind_sandbox(*insert_sandbox_, rec);
+    insert_sandbox_->run();  // the primary key refuses a duplicate id
+  }
+
+  bool update_sandbox(const SandboxRecord& rec, uint64_t expected_generation) override {
+    std::lock_guard lock(mu_);
+    Use use(*update_sandbox_);
+    bind_sandbox(*update_sandbox_, rec);
+    update_sandbox_->bind(22, static_cast<int64_t>(expected_generation));
+    update_sandbox_->run();
+    return conn_.changes() == 1;
+  }
+
+  std::optional<SandboxRecord> sandbox(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    Use use(*sandbox_by_id_);
+    sandbox_by_id_->bind(1, id);
+    if (!sandbox_by_id_->step()) return std::nullopt;
+    return read_sandbox(*sandbox_by_id_);
+  }
+
+  std::vector<SandboxRecord> live_sandboxes() override {
+    std::lock_guard lock(mu_);
+    std::vector<SandboxRecord> out;
+    Use use(*live_sandboxes_);
+    while (live_sandboxes_->step()) out.push_back(read_sandbox(*live_sandboxes_));
+    return out;
+  }
+
+  std::vector<SandboxRecord> list_sandboxes(const SandboxQuery& query) override {
+    std::vector<SandboxRecord> out;
+    if (query.limit == 0) return out;
+    nlohmann::json states = nlohmann::json::array();
+    if (query.states.empty()) {
+      states = {to_string(SandboxState::running), to_string(SandboxState::paused)};
+    } else {
+      for (auto s : query.states) states.push_back(to_string(s));
+    }
+    std::lock_guard lock(mu_);
+    auto& st = *list_sandboxes_;
+    Use use(st);
+    st.bind(1, query.team_id);
+    st.bind(2, states.dump());
+    if (query.after) {
+      st.bind(3, to_ns(query.after->first));
+      st.bind(4, query.after->second);
+    } else {
+      st.bind_null(3);
+      st.bind_null(4);
+    }
+    // SQL narrows by team, state and cursor in index order; metadata is matched here, so the
+    // row limit only goes into SQL when there is no metadata filter.
+    st.bind(5, query.metadata.empty() ? static_cast<int64_t>(std::min<size_t>(query.limit, INT64_MAX)) : int64_t{-1});
+    while (out.size() < query.limit && st.step()) {
+      SandboxRecord rec = read_sandbox(st);
+      if (matches(rec.metadata, query.metadata)) out.push_back(std::move(rec));
+    }
+    return out;
+  }
+
+  size_t purge_killed(TimePoint before) override {
+    std::lock_guard lock(mu_);
+    Use use(*purge_);
+    purge_->bind(1, to_ns(before));
+    purge_->run();
+    return static_cast<size_t>(conn_.changes());
+  }
+
+ private:
+  void prepare() {
+    auto make = [&](const std::string& sql) { return std::make_unique<Statement>(conn_, sql.c_str()); };
+    team_by_name_ = make("SELECT id, name, created_at FROM teams WHERE name = ?1");
+    team_by_id_ = make("SELECT id, name, created_at FROM teams WHERE id = ?1");
+    insert_team_ = make("INSERT OR IGNORE INTO teams (id, name, created_at) VALUES (?1, ?2, ?3)");
+    insert_key_ = make("INSERT INTO api_keys (hash, team_id, mask, created_at) VALUES (?1, ?2, ?3, ?4)");
+    team_for_key_ = make("SELECT team_id FROM api_keys WHERE hash = ?1");
+    // created_at keeps its first value: re-registering a template at every start is an update.
+    upsert_template_ = make(std::string("INSERT INTO templates (") + kTemplateColumns +
+                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+                            "ON CONFLICT (id) DO UPDATE SET build_id = excluded.build_id, "
+                            "cpu_count = excluded.cpu_count, memory_mb = excluded.memory_mb, "
+                            "disk_size_mb = excluded.disk_size_mb, envd_version = excluded.envd_version, "
+                            "layers = excluded.layers, is_public = excluded.is_public, "
+                            "updated_at = excluded.updated_at");
+    delete_aliases_ = make("DELETE FROM template_aliases WHERE template_id = ?1");
+    alias_owner_ = make("SELECT template_id FROM template_aliases WHERE alias = ?1");
+    insert_alias_ = make("INSERT INTO template_aliases (alias, template_id, position) VALUES (?1, ?2, ?3)");
+    aliases_of_ = make("SELECT alias FROM template_aliases WHERE template_id = ?1 ORDER BY position");
+    template_by_id_ = make(std::string("SELECT ") + kTemplateColumns + " FROM templates WHERE id = ?1");
+    all_templates_ = make(std::string("SELECT ") + kTemplateColumns + " FROM templates ORDER BY id");
+    insert_sandbox_ = make("INSERT INTO sandboxes (" COVE_SANDBOX_COLUMNS
+                           ", written_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+                           "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
+    update_sandbox_ = make(
+        "UPDATE sandboxes SET team_id = ?2, template_id = ?3, alias = ?4, state = ?5, generation = ?6, "
+        "started_at = ?7, end_at = ?8, metadata = ?9, env_vars = ?10, cpu_count = ?11, memory_mb = ?12, "
+        "disk_size_mb = ?13, envd_version = ?14, secure = ?15, allow_internet_access = ?16, "
+        "auto_pause = ?17, auto_resume = ?18, network_json = ?19, slot = ?20, written_at = ?21 "
+        "WHERE id = ?1 AND generation = ?22");
+    sandbox_by_id_ = make(std::string(kSelectSandboxes) + "WHERE id = ?1");
+    live_sandboxes_ = make(std::string(kSelectSandboxes) + "WHERE state <> 'killed' ORDER BY started_at, id");
+    list_sandboxes_ = make(std::string(kSelectSandboxes) +
+                           "WHERE (?1 = '' OR team_id = ?1) AND state IN (SELECT value FROM json_each(?2)) "
+                           "AND (?3 IS NULL OR started_at < ?3 OR (started_at = ?3 AND id < ?4)) "
+                           "ORDER BY started_at DESC, id DESC LIMIT ?5");
+    purge_ = make("DELETE FROM sandboxes WHERE state = 'killed' AND written_at < ?1");
+  }
+
+  static std::optional<Team> team_where(Statement& st, std::string_view key) {
+    Use use(st);
+    st.bind(1, key);
+    if (!st.step()) return std::nullopt;
+    return Team{st.text(0), st.text(1), from_ns(st.integer(2))};
+  }
+
+  std::vector<std::string> aliases_of(const std::string& id) {
+    std::vector<std::string> out;
+    Use use(*aliases_of_);
+    aliases_of_->bind(1, id);
+    while (aliases_of_->step()) out.push_back(aliases_of_->text(0));
+    return out;
+  }
+
+  std::optional<Template> template_where_id(std::string_view id) {
+    std::optional<Template> tpl;
+    {
+      Use use(*template_by_id_);
+      template_by_id_->bind(1, id);
+      if (!template_by_id_->step()) return std::nullopt;
+      tpl = read_template(*template_by_id_);
+    }
+    tpl->aliases = aliases_of(tpl->id);
+    return tpl;
+  }
+
+  static Template read_template(const Statement& st) {
+    Template t;
+    t.id = st.text(0);
+    t.build_id = st.text(1);
+    t.cpu_count = static_cast<int>(st.integer(2));
+    t.memory_mb = static_cast<int>(st.integer(3));
+    t.disk_size_mb = static_cast<int>(st.integer(4));
+    t.envd_version = st.text(5);
+    t.layers = from_json<std::vector<std::string>>(st.text(6), "template layers");
+    t.is_public = st.integer(7) != 0;
+    t.created_at = from_ns(st.integer(8));
+    t.updated_at = from_ns(st.integer(9));
+    return t;
+  }
+
+  static void bind_sandbox(Statement& st, const SandboxRecord& r) {
+    st.bind(1, r.id);
+    st.bind(2, r.team_id);
+    st.bind(3, r.template_id);
+    st.bind(4, r.alias);
+    st.bind(5, to_string(r.state));
+    st.bind(6, static_cast<int64_t>(r.generation));
+    st.bind(7, to_ns(r.started_at));
+    st.bind(8, to_ns(r.end_at));
+    st.bind(9, to_json(r.metadata, "sandbox metadata"));
+    st.bind(10, to_json(r.env_vars, "a sandbox environment variable"));
+    st.bind(11, int64_t{r.cpu_count});
+    st.bind(12, int64_t{r.memory_mb});
+    st.bind(13, int64_t{r.disk_size_mb});
+    st.bind(14, r.envd_version);
+    st.bind(15, int64_t{r.secure});
+    st.bind(16, int64_t{r.allow_internet_access});
+    st.bind(17, int64_t{r.auto_pause});
+    st.bind(18, int64_t{r.auto_resume});
+    st.bind(19, r.network_json);
+    st.bind(20, r.slot);
+    st.bind(21, to_ns(Clock::now()));
+  }
+
+  static SandboxRecord read_sandbox(const Statement& st) {
+    SandboxRecord r;
+    r.id = st.text(0);
+    r.team_id = st.text(1);
+    r.template_id = st.text(2);
+    r.alias = st.text(3);
+    auto state = parse_sandbox_state(st.text(4));
+    if (!state) throw StoreError("state database: a sandbox has an unknown state");
+    r.state = *state;
+    r.generation = static_cast<uint64_t>(st.integer(5));
+    r.started_at = from_ns(st.integer(6));
+    r.end_at = from_ns(st.integer(7));
+    r.metadata = from_json<std::map<std::string, std::string>>(st.text(8), "sandbox metadata");
+    r.env_vars = from_json<std::map<std::string, std::string>>(st.text(9), "sandbox environment");
+    r.cpu_count = static_cast<int>(st.integer(10));
+    r.memory_mb = static_cast<int>(st.integer(11));
+    r.disk_size_mb = static_cast<int>(st.integer(12));
+    r.envd_version = st.text(13);
+    r.secure = st.integer(14) != 0;
+    r.allow_internet_access = st.integer(15) != 0;
+    r.auto_pause = st.integer(16) != 0;
+    r.auto_resume = st.integer(17) != 0;
+    r.network_json = st.text(18);
+    r.slot = st.integer(19);
+    return r;
+  }
+
+  static bool matches(const std::map<std::string, std::string>& have, const std::map<std::string, std::string>& want) {
+    for (const auto& [k, v] : want) {
+      auto it = have.find(k);
+      if (it == have.end() || it->second != v) return false;
+    }
+    return true;
+  }
+
+  std::mutex mu_;
+  sqlite::Connection conn_;
+  std::unique_ptr<Statement> team_by_name_, team_by_id_, insert_team_, insert_key_, team_for_key_,
+      upsert_template_, delete_aliases_, alias_owner_, insert_alias_, aliases_of_, template_by_id_,
+      all_templates_, insert_sandbox_, update_sandbox_, sandbox_by_id_, live_sandboxes_, list_sandboxes_,
+      purge_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> open_sqlite_store(const std::string& path) { return std::make_unique<SqliteStore>(path); }
+
+}  // namespace cove::shim

@@ -1,0 +1,87 @@
+#include <gtest/gtest.h>
+
+#include "api/routes.hpp"
+
+namespace cove::shim::api {
+namespace {
+using Kind = RouteMatch::Kind;
+
+TEST(Routes, ImplementedEndpoints) {
+  struct Case {
+    const char *method, *path;
+    Endpoint endpoint;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"GET", "/health", Endpoint::health},
+           {"POST", "/sandboxes", Endpoint::create_v1},
+           {"POST", "/v2/sandboxes", Endpoint::create_v2},
+           {"GET", "/sandboxes", Endpoint::list_v1},
+           {"GET", "/v2/sandboxes", Endpoint::list_v2},
+           {"GET", "/sandboxes/abc", Endpoint::get},
+           {"DELETE", "/sandboxes/abc", Endpoint::kill},
+           {"POST", "/sandboxes/abc/connect", Endpoint::connect_v1},
+           {"POST", "/v2/sandboxes/abc/connect", Endpoint::connect_v2},
+           {"POST", "/sandboxes/abc/timeout", Endpoint::set_timeout},
+           {"POST", "/sandboxes/abc/refreshes", Endpoint::refresh},
+           {"GET", "/sandboxes/abc/metrics", Endpoint::metrics},
+           {"GET", "/sandboxes/metrics", Endpoint::metrics_many},
+           {"GET", "/templates", Endpoint::templates},
+           {"GET", "/templates/aliases/base", Endpoint::template_alias},
+       }) {
+    auto m = match_route(c.method, c.path);
+    EXPECT_EQ(m.kind, Kind::found) << c.method << " " << c.path;
+    EXPECT_EQ(m.endpoint, c.endpoint) << c.method << " " << c.path;
+  }
+}
+
+TEST(Routes, ParametersAreCollectedRaw) {
+  auto m = match_route("POST", "/v2/sandboxes/abc-6532622b/connect");
+  EXPECT_EQ(m.pattern, "/v2/sandboxes/{sandboxID}/connect");
+  EXPECT_EQ(m.params, std::vector<std::string>{"abc-6532622b"});
+  m = match_route("GET", "/templates/aliases/team%2Fname");
+  EXPECT_EQ(m.params, std::vector<std::string>{"team%2Fname"});
+}
+
+TEST(Routes, KnownButUnimplementedPaths) {
+  for (auto [method, path] : std::vector<std::pair<const char*, const char*>>{
+           {"POST", "/sandboxes/abc/pause"}, {"POST", "/sandboxes/abc/fork"},
+           {"POST", "/sandboxes/abc/snapshots"}, {"PUT", "/sandboxes/abc/network"},
+           {"GET", "/snapshots"}, {"POST", "/v3/templates"}, {"DELETE", "/templates/snap1"},
+           {"GET", "/templates/t1/builds/b1/status"}, {"POST", "/v2/templates/t1/builds/b1"},
+           {"GET", "/templates/t1/files/abcd"}, {"POST", "/templates/tags"}, {"GET", "/volumes"},
+           {"GET", "/v2/sandboxes/abc/logs"}}) {
+    auto m = match_route(method, path);
+    EXPECT_EQ(m.kind, Kind::found) << method << " " << path;
+    EXPECT_EQ(m.endpoint, Endpoint::unimplemented) << method << " " << path;
+  }
+}
+
+TEST(Routes, WrongMethodListsTheAllowedOnes) {
+  auto m = match_route("PUT", "/sandboxes/abc");
+  EXPECT_EQ(m.kind, Kind::wrong_method);
+  EXPECT_EQ(m.allow, "GET, DELETE");
+  EXPECT_EQ(match_route("GET", "/sandboxes/abc/connect").kind, Kind::wrong_method);
+  EXPECT_EQ(match_route("POST", "/health").kind, Kind::wrong_method);
+}
+
+TEST(Routes, UnknownPaths) {
+  for (const char* path : {"/", "", "/nope", "/sandboxes/", "/sandboxes//connect", "/sandboxes/abc/connect/x",
+                           "/v4/templates", "sandboxes", "/v2/sandboxes/abc"}) {
+    EXPECT_EQ(match_route("GET", path).kind, Kind::none) << path;
+  }
+}
+
+TEST(Routes, StaticSegmentsWinOverParameters) {
+  EXPECT_EQ(match_route("GET", "/sandboxes/metrics").endpoint, Endpoint::metrics_many);
+  EXPECT_EQ(match_route("GET", "/templates/aliases/tags").endpoint, Endpoint::template_alias);
+  EXPECT_EQ(match_route("DELETE", "/templates/tags").pattern, "/templates/tags");
+}
+
+TEST(Routes, PathUnescape) {
+  EXPECT_EQ(path_unescape("team%2Fname+x"), "team/name+x");
+  EXPECT_FALSE(path_unescape("bad%2").has_value());
+  EXPECT_FALSE(path_unescape("bad%zz").has_value());
+}
+
+}  // namespace
+}  // namespace cove::shim::api

@@ -1,0 +1,454 @@
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "scratch_dir.hpp"
+#include "store/migrations.hpp"
+#include "store/store.hpp"
+
+namespace cove::shim {
+namespace {
+
+using namespace std::chrono_literals;
+using test::ScratchDir;
+
+TimePoint at(int64_t seconds) { return TimePoint(std::chrono::seconds(seconds)); }
+
+SandboxRecord sandbox(std::string id, std::string team, TimePoint started,
+                      SandboxState state = SandboxState::running) {
+  SandboxRecord r;
+  r.id = std::move(id);
+  r.team_id = std::move(team);
+  r.template_id = "base";
+  r.state = state;
+  r.started_at = started;
+  r.end_at = started + 300s;
+  return r;
+}
+
+std::vector<std::string> ids(const std::vector<SandboxRecord>& recs) {
+  std::vector<std::string> out;
+  for (auto& r : recs) out.push_back(r.id);
+  return out;
+}
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  std::string db_path() const { return dir_ / "cove.db"; }
+  std::unique_ptr<Store> open() { return open_sqlite_store(db_path()); }
+  ScratchDir dir_;
+};
+
+TEST_F(SqliteStoreTest, CreatesThePrivateDatabaseInWalMode) {
+  auto store = open();
+  struct stat st {};
+  ASSERT_EQ(stat(db_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  store->insert_sandbox(sandbox("a", "team_1", at(1)));
+  // WAL mode leaves a -wal file beside the database while it is open, private like the database.
+  ASSERT_EQ(stat((db_path() + "-wal").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(SqliteStoreTest, SandboxRoundTripsEveryField) {
+  auto store = open();
+  SandboxRecord r = sandbox("sbx1", "team_1", TimePoint(123456789012345678ns));
+  r.alias = "my-alias";
+  r.state = SandboxState::paused;
+  r.generation = 7;
+  r.end_at = TimePoint(223456789012345678ns);
+  r.metadata = {{"user", "alice"}, {"k\"ey", "v\u00e9"}};
+  r.env_vars = {{"PATH", "/bin"}, {"EMPTY", ""}};
+  r.cpu_count = 4;
+  r.memory_mb = 1024;
+  r.disk_size_mb = 4096;
+  r.envd_version = "0.6.13";
+  r.secure = false;
+  r.allow_internet_access = false;
+  r.auto_pause = true;
+  r.auto_resume = true;
+  r.network_json = R"({"allowOut":["1.1.1.1"]})";
+  r.slot = 42;
+  store->insert_sandbox(r);
+
+  auto got = store->sandbox("sbx1");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->id, r.id);
+  EXPECT_EQ(got->team_id, r.team_id);
+  EXPECT_EQ(got->template_id, r.template_id);
+  EXPECT_EQ(got->alias, r.alias);
+  EXPECT_EQ(got->state, r.state);
+  EXPECT_EQ(got->generation, r.generation);
+  EXPECT_EQ(got->started_at, r.started_at);
+  EXPECT_EQ(got->end_at, r.end_at);
+  EXPECT_EQ(got->metadata, r.metadata);
+  EXPECT_EQ(got->env_vars, r.env_vars);
+  EXPECT_EQ(got->cpu_count, 4);
+  EXPECT_EQ(got->memory_mb, 1024);
+  EXPECT_EQ(got->disk_size_mb, 4096);
+  EXPECT_EQ(got->envd_version, "0.6.13");
+  EXPECT_FALSE(got->secure);
+  EXPECT_FALSE(got->allow_internet_access);
+  EXPECT_TRUE(got->auto_pause);
+  EXPECT_TRUE(got->auto_resume);
+  EXPECT_EQ(got->network_json, r.network_json);
+  EXPECT_EQ(got->slot, 42);
+  EXPECT_FALSE(store->sandbox("nope"));
+}
+
+TEST_F(SqliteStoreTest, DuplicateInsertThrowsWithoutEchoingValues) {
+  auto store = open();
+  auto r = sandbox("dup-id-secretish", "team_1", at(1));
+  store->insert_sandbox(r);
+  try {
+    store->insert_sandbox(r);
+    FAIL() << "duplicate insert succeeded";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(std::string(e.what()).find("dup-id-secretish"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(SqliteStoreTest, UpdateIsCompareAndSetOnGeneration) {
+  auto store = open();
+  auto r = sandbox("s", "team_1", at(1));
+  r.generation = 1;
+  store->insert_sandbox(r);
+
+  auto next = r;
+  next.generation = 2;
+  next.state = SandboxState::paused;
+  EXPECT_TRUE(store->update_sandbox(next, 1));
+  EXPECT_EQ(store->sandbox("s")->state, SandboxState::paused);
+
+  // A writer that still believes generation 1 is fenced off.
+  auto stale = r;
+  stale.generation = 2;
+  stale.state = SandboxState::killed;
+  EXPECT_FALSE(store->update_sandbox(stale, 1));
+  EXPECT_EQ(store->sandbox("s")->state, SandboxState::paused);
+  EXPECT_EQ(store->sandbox("s")->generation, 2u);
+
+  auto missing = sandbox("ghost", "team_1", at(1));
+  EXPECT_FALSE(store->update_sandbox(missing, 0));
+  EXPECT_FALSE(store->sandbox("ghost"));
+}
+
+TEST_F(SqliteStoreTest, ConcurrentCompareAndSetHasOneWinner) {
+  auto store = open();
+  auto r = sandbox("race", "team_1", at(1));
+  store->insert_sandbox(r);
+  std::atomic<int> wins{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto mine = r;
+      mine.generation = 1;
+      mine.slot = i;
+      if (store->update_sandbox(mine, 0)) ++wins;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wins.load(), 1);
+  EXPECT_EQ(store->sandbox("race")->generation, 1u);
+}
+
+TEST_F(SqliteStoreTest, ListOrdersNewestFirstThenIdDescending) {
+  auto store = open();
+  store->insert_sandbox(sandbox("b", "t", at(10)));
+  store->insert_sandbox(sandbox("a", "t", at(20)));
+  store->insert_sandbox(sandbox("c", "t", at(10)));
+  store->insert_sandbox(sandbox("d", "t", at(5)));
+  store->insert_sandbox(sandbox("x", "other-team", at(30)));
+  SandboxQuery q;
+  q.team_id = "t";
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"a", "c", "b", "d"}));
+}
+
+TEST_F(SqliteStoreTest, EmptyTeamListsEveryTeam) {
+  auto store = open();
+  store->insert_sandbox(sandbox("a", "t1", at(10)));
+  store->insert_sandbox(sandbox("b", "t2", at(20)));
+  SandboxQuery q;  // team_id empty: the operator's view
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"b", "a"}));
+  q.team_id = "t1";
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"a"}));
+}
+
+TEST_F(SqliteStoreTest, ListStatesDefaultToRunningAndPaused) {
+  auto store = open();
+  store->insert_sandbox(sandbox("run", "t", at(6), SandboxState::running));
+  store->insert_sandbox(sandbox("pau", "t", at(5), SandboxState::paused));
+  store->insert_sandbox(sandbox("cre", "t", at(4), SandboxState::creating));
+  store->insert_sandbox(sandbox("kil", "t", at(3), SandboxState::killed));
+  store->insert_sandbox(sandbox("pin", "t", at(2), SandboxState::pausing));
+  SandboxQuery q;
+  q.team_id = "t";
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"run", "pau"}));
+  q.states = {SandboxState::paused};
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"pau"}));
+  q.states = {SandboxState::killed, SandboxState::creating, SandboxState::pausing};
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"cre", "kil", "pin"}));
+}
+
+TEST_F(SqliteStoreTest, ListMetadataMustMatchEveryPairExactly) {
+  auto store = open();
+  auto a = sandbox("a", "t", at(3));
+  a.metadata = {{"env", "prod"}, {"owner", "ann"}};
+  auto b = sandbox("b", "t", at(2));
+  b.metadata = {{"env", "prod"}};
+  auto c = sandbox("c", "t", at(1));
+  c.metadata = {{"env", "production"}, {"owner", "ann"}};
+  for (auto& r : {a, b, c}) store->insert_sandbox(r);
+
+  SandboxQuery q;
+  q.team_id = "t";
+  q.metadata = {{"env", "prod"}};
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"a", "b"}));
+  q.metadata = {{"env", "prod"}, {"owner", "ann"}};
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"a"}));
+  q.metadata = {{"owner", "ann"}};
+  q.limit = 1;
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"a"}));
+  // The limit counts matches, not rows scanned: the next match is past a non-matching row.
+  q.after = std::make_pair(a.started_at, a.id);
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"c"}));
+  q.metadata = {{"missing", ""}};
+  q.after.reset();
+  EXPECT_TRUE(store->list_sandboxes(q).empty());
+}
+
+TEST_F(SqliteStoreTest, CursorPagesOneByOneAcrossEqualStartTimes) {
+  auto store = open();
+  // Five records, three sharing a start time: paging must neither skip nor repeat any.
+  store->insert_sandbox(sandbox("p1", "t", at(100)));
+  store->insert_sandbox(sandbox("p3", "t", at(100)));
+  store->insert_sandbox(sandbox("p2", "t", at(100)));
+  store->insert_sandbox(sandbox("p0", "t", at(200)));
+  store->insert_sandbox(sandbox("p4", "t", at(50)));
+  SandboxQuery q;
+  q.team_id = "t";
+  q.limit = 1;
+  std::vector<std::string> seen;
+  for (int page = 0; page < 10; ++page) {
+    auto got = store->list_sandboxes(q);
+    if (got.empty()) break;
+    ASSERT_EQ(got.size(), 1u);
+    seen.push_back(got[0].id);
+    q.after = std::make_pair(got[0].started_at, got[0].id);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"p0", "p3", "p2", "p1", "p4"}));
+
+  q.limit = 2;
+  q.after = std::make_pair(at(100), std::string("p3"));
+  EXPECT_EQ(ids(store->list_sandboxes(q)), (std::vector<std::string>{"p2", "p1"}));
+  q.limit = 0;
+  EXPECT_TRUE(store->list_sandboxes(q).empty());
+}
+
+TEST_F(SqliteStoreTest, LiveSandboxesExcludeOnlyKilled) {
+  auto store = open();
+  store->insert_sandbox(sandbox("k", "t", at(1), SandboxState::killed));
+  store->insert_sandbox(sandbox("c", "t", at(2), SandboxState::creating));
+  store->insert_sandbox(sandbox("r", "u", at(3), SandboxState::running));
+  store->insert_sandbox(sandbox("x", "t", at(4), SandboxState::killing));
+  auto live = ids(store->live_sandboxes());
+  std::sort(live.begin(), live.end());
+  EXPECT_EQ(live, (std::vector<std::string>{"c", "r", "x"}));
+}
+
+TEST_F(SqliteStoreTest, PurgeForgetsKilledRecordsWrittenBeforeTheCutoff) {
+  auto store = open();
+  auto before_writes = Clock::now() - 1s;
+  store->insert_sandbox(sandbox("k1", "t", at(1), SandboxState::killed));
+  store->insert_sandbox(sandbox("k2", "t", at(2), SandboxState::killed));
+  store->insert_sandbox(sandbox("r", "t", at(3), SandboxState::running));
+  // Nothing was written before the cutoff: nothing goes.
+  EXPECT_EQ(store->purge_killed(before_writes), 0u);
+  EXPECT_TRUE(store->sandbox("k1"));
+  EXPECT_EQ(store->purge_killed(Clock::now() + 1s), 2u);
+  EXPECT_FALSE(store->sandbox("k1"));
+  EXPECT_FALSE(store->sandbox("k2"));
+  EXPECT_TRUE(store->sandbox("r"));
+}
+
+TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
+  std::string team_id;
+  {
+    auto store = open();
+    team_id = store->ensure_team("default").id;
+    store->add_api_key(ApiKey{"hash1", team_id, "e2b_1234\u2026cdef", at(5)});
+    Template t;
+    t.id = "base";
+    t.aliases = {"base-v1"};
+    store->upsert_template(t);
+    store->insert_sandbox(sandbox("s", team_id, at(9)));
+  }
+  auto store = open();
+  EXPECT_EQ(store->ensure_team("default").id, team_id);
+  EXPECT_EQ(store->team_for_key_hash("hash1"), team_id);
+  EXPECT_TRUE(store->template_by_id_or_alias("base-v1"));
+  ASSERT_TRUE(store->sandbox("s"));
+  EXPECT_EQ(store->sandbox("s")->started_at, at(9));
+}
+
+TEST_F(SqliteStoreTest, MigrationsAreIdempotentAndRecordTheVersion) {
+  open();
+  open();  // a second open finds the schema current and changes nothing
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), latest_schema_version());
+  sqlite3_finalize(st);
+  ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerCove) {
+  open();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+  std::string sql = "PRAGMA user_version = " + std::to_string(latest_schema_version() + 1);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_THROW(open(), StoreError);
+}
+
+TEST_F(SqliteStoreTest, RefusesAFileThatIsNotADatabase) {
+  {
+    FILE* f = fopen(db_path().c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs("this is not an SQLite database, just some text that is long enough to look like a header", f);
+    fclose(f);
+  }
+  EXPECT_THROW(open(), StoreError);
+}
+
+TEST_F(SqliteStoreTest, OpenFailureDoesNotNameThePath) {
+  std::string path = dir_ / "no-such-dir/cove.db";
+  try {
+    open_sqlite_store(path);
+    FAIL() << "opened a database in a missing directory";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(std::string(e.what()).find(dir_.path()), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(SqliteStoreTest, TeamsAreCreatedOnceByName) {
+  auto store = open();
+  Team a = store->ensure_team("default");
+  Team again = store->ensure_team("default");
+  Team b = store->ensure_team("other");
+  EXPECT_EQ(a.id, again.id);
+  EXPECT_NE(a.id, b.id);
+  ASSERT_EQ(a.id.size(), 25u);
+  EXPECT_EQ(a.id.substr(0, 5), "team_");
+  EXPECT_EQ(a.id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789", 5), std::string::npos);
+  EXPECT_EQ(a.name, "default");
+  auto found = store->team_by_id(a.id);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->name, "default");
+  EXPECT_EQ(found->created_at, a.created_at);
+  EXPECT_FALSE(store->team_by_id("team_missing"));
+}
+
+TEST_F(SqliteStoreTest, ApiKeysResolveToTheirTeam) {
+  auto store = open();
+  Team t = store->ensure_team("default");
+  store->add_api_key(ApiKey{"h1", t.id, "m", at(1)});
+  EXPECT_EQ(store->team_for_key_hash("h1"), t.id);
+  EXPECT_FALSE(store->team_for_key_hash("h2"));
+  EXPECT_THROW(store->add_api_key(ApiKey{"h1", t.id, "m", at(1)}), StoreError);
+  // A key must belong to a team that exists.
+  EXPECT_THROW(store->add_api_key(ApiKey{"h3", "team_nobody", "m", at(1)}), StoreError);
+}
+
+TEST_F(SqliteStoreTest, TemplatesResolveByIdOrAliasAndUpsertKeepsCreation) {
+  auto store = open();
+  Template t;
+  t.id = "base";
+  t.aliases = {"base-latest", "debian"};
+  t.build_id = "b1";
+  t.cpu_count = 4;
+  t.memory_mb = 2048;
+  t.disk_size_mb = 8192;
+  t.envd_version = "0.6.13";
+  t.layers = {"/layers/top", "/layers/bottom"};
+  t.is_public = true;
+  t.created_at = at(100);
+  t.updated_at = at(100);
+  store->upsert_template(t);
+
+  for (auto name : {"base", "base-latest", "debian"}) {
+    auto got = store->template_by_id_or_alias(name);
+    ASSERT_TRUE(got) << name;
+    EXPECT_EQ(got->id, "base");
+    EXPECT_EQ(got->aliases, t.aliases);
+    EXPECT_EQ(got->build_id, "b1");
+    EXPECT_EQ(got->cpu_count, 4);
+    EXPECT_EQ(got->memory_mb, 2048);
+    EXPECT_EQ(got->disk_size_mb, 8192);
+    EXPECT_EQ(got->envd_version, "0.6.13");
+    EXPECT_EQ(got->layers, t.layers);
+    EXPECT_TRUE(got->is_public);
+    EXPECT_EQ(got->created_at, at(100));
+  }
+  EXPECT_FALSE(store->template_by_id_or_alias("nope"));
+
+  auto updated = t;
+  updated.build_id = "b2";
+  updated.aliases = {"debian"};
+  updated.created_at = at(200);
+  updated.updated_at = at(200);
+  store->upsert_template(updated);
+  auto got = store->template_by_id_or_alias("base");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->build_id, "b2");
+  EXPECT_EQ(got->aliases, std::vector<std::string>{"debian"});
+  EXPECT_EQ(got->created_at, at(100));
+  EXPECT_EQ(got->updated_at, at(200));
+  EXPECT_FALSE(store->template_by_id_or_alias("base-latest"));
+
+  Template other;
+  other.id = "other";
+  store->upsert_template(other);
+  auto all = store->templates();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, "base");
+  EXPECT_EQ(all[0].aliases, std::vector<std::string>{"debian"});
+  EXPECT_EQ(all[1].id, "other");
+}
+
+TEST_F(SqliteStoreTest, AnAliasBelongsToOneTemplate) {
+  auto store = open();
+  Template a;
+  a.id = "a";
+  a.aliases = {"shared"};
+  store->upsert_template(a);
+  Template b;
+  b.id = "b";
+  b.aliases = {"mine", "shared"};
+  EXPECT_THROW(store->upsert_template(b), StoreError);
+  // The failed upsert left nothing half-written.
+  EXPECT_FALSE(store->template_by_id_or_alias("b"));
+  EXPECT_FALSE(store->template_by_id_or_alias("mine"));
+  EXPECT_EQ(store->template_by_id_or_alias("shared")->id, "a");
+}
+
+TEST_F(SqliteStoreTest, TwoConnectionsShareTheDatabase) {
+  auto writer = open();
+  auto reader = open();
+  writer->insert_sandbox(sandbox("shared", "t", at(1)));
+  EXPECT_TRUE(reader->sandbox("shared"));
+}
+
+}  // namespace
+}  // namespace cove::shim
