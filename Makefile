@@ -3,7 +3,7 @@ SHELL := /bin/bash
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build unit fuzz e2e test bench up rootfs clean
+.PHONY: all deps build unit fuzz e2e e2e-agent e2e-shim test bench up rootfs clean
 
 all: build
 
@@ -24,8 +24,15 @@ unit: build
 fuzz: deps
 	BUILD=$(BUILD) tests/fuzz/run.sh
 
-e2e: build
+# End to end through the unchanged npm e2b package: the agent alone (E2B_DEBUG mode), then the
+# shim with real container sandboxes (E2B_API_URL + E2B_SANDBOX_URL).
+e2e: e2e-agent e2e-shim
+
+e2e-agent: build
 	tests/e2e/run.sh
+
+e2e-shim: build
+	COVE_BUILD_DIR=$(abspath $(BUILD)) tests/e2e/shim/run.sh
 
 test: build
 	$(MAKE) --no-print-directory unit

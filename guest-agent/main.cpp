@@ -19,6 +19,7 @@
 #include "net/host_channel.hpp"
 #include "net/listeners.hpp"
 #include "net/splice.hpp"
+#include "process/spawn.hpp"
 
 #ifndef COVE_ENVD_PROTOCOL_VERSION
 #error "COVE_ENVD_PROTOCOL_VERSION must be defined by the build"
@@ -28,7 +29,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: cove-agent [-port N] [-unix PATH] [-vsock-port N] [-clock-sync] [-etc DIR]\n"
-    "                  [-version] [-agent-version]\n";
+    "                  [-process-limit N] [-version] [-agent-version]\n";
 
 struct Flags {
   uint16_t port = 49983;
@@ -36,6 +37,7 @@ struct Flags {
   std::optional<uint32_t> vsock_port;
   bool clock_sync = false;
   std::string etc_dir = "/etc";
+  unsigned long process_limit = 0;  // RLIMIT_NPROC of every child; 0: none
 };
 
 template <typename T>
@@ -86,6 +88,8 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
       f.clock_sync = true;
     } else if (arg == "-etc") {
       if (!next(f.etc_dir)) return std::nullopt;
+    } else if (arg == "-process-limit") {
+      if (!next(v) || !parse_number(v.c_str(), f.process_limit)) return std::nullopt;
     } else {
       return std::nullopt;
     }
@@ -111,6 +115,7 @@ int main(int argc, char** argv) {
   }
   signal(SIGPIPE, SIG_IGN);
   raise_fd_limit();
+  cove::process::set_child_process_limit(flags->process_limit);
 
   namespace net = boost::asio;
   net::io_context io(1);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,8 +71,11 @@ std::vector<std::string> executable_candidates(const std::string& command,
 // execs (CLONE_VM|CLONE_VFORK, as posix_spawn does), so it only reads this and makes raw
 // system calls: glibc's setuid & co. would try to change every thread of the *parent*.
 namespace {
+rlim_t child_process_limit = 0;
+
 struct ChildArgs {
   const SpawnSpec* spec;
+  rlim_t process_limit;
   int in_fd, out_fd, err_fd, pty_slave;
   const std::vector<std::string>* candidates;
   char* const* argv;
@@ -101,6 +105,10 @@ int child_main(void* raw) {
     dup2(a.err_fd, 2);
   }
   syscall(SYS_close_range, 3U, ~0U, 0U);
+  if (a.process_limit != 0) {
+    struct rlimit limit {a.process_limit, a.process_limit};
+    syscall(SYS_prlimit64, 0, RLIMIT_NPROC, &limit, nullptr);
+  }
   if (syscall(SYS_setgroups, spec.groups.size(), spec.groups.data()) != 0) child_fail("setgroups", nullptr, errno, 126);
   if (syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0) child_fail("setgid", nullptr, errno, 126);
   if (syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0) child_fail("setuid", nullptr, errno, 126);
@@ -119,6 +127,8 @@ int child_main(void* raw) {
   child_fail("exec", spec.command.c_str(), exec_errno, exec_errno == ENOENT ? 127 : 126);
 }
 }  // namespace
+
+void set_child_process_limit(unsigned long limit) { child_process_limit = limit; }
 
 SpawnedChild spawn_child(const SpawnSpec& spec, int* error) {
   *error = 0;
@@ -155,7 +165,8 @@ SpawnedChild spawn_child(const SpawnSpec& spec, int* error) {
   std::vector<char*> envp;
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  ChildArgs args{&spec, in_pipe[0], out_pipe[1], err_pipe[1], pty_slave, &candidates, argv.data(), envp.data()};
+  ChildArgs args{&spec,      child_process_limit, in_pipe[0],  out_pipe[1],
+                 err_pipe[1], pty_slave,           &candidates, argv.data(), envp.data()};
 
   // The parent is suspended until the child execs or exits, so one stack serves every spawn
   // (spawns happen on the agent's single io thread).

@@ -33,6 +33,11 @@ struct SpawnedChild {
   int pty_fd = -1;     // master (pty mode)
 };
 
+// RLIMIT_NPROC for every child (0: none, the default). The sandbox's pids limit covers the agent
+// too; capping each uid's processes below it keeps slots for the agent and for another user, so a
+// fork bomb of `user` cannot stop root (or the agent) from starting the command that ends it.
+void set_child_process_limit(unsigned long limit);
+
 // Returns the child, or errno of the failing step (fork EAGAIN, openpty, pipe).
 SpawnedChild spawn_child(const SpawnSpec& spec, int* error);
 

@@ -6,11 +6,11 @@
 #include <string_view>
 
 #include "system/users.hpp"
+#include "text/clean_path.hpp"
 
 namespace cove::system {
 
-// Lexical cleaning with Go's filepath.Clean rules.
-std::string clean_path(std::string_view path);
+using text::clean_path;  // Go's filepath.Clean rules
 
 struct ResolvedPath {
   std::string path;   // set on success

@@ -39,36 +39,6 @@ std::optional<std::string> request_path(std::string_view target) {
   return out;
 }
 
-std::string clean_path(std::string_view path) {
-  if (path.empty()) return ".";
-  bool rooted = path.front() == '/';
-  std::vector<std::string_view> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t end = path.find('/', i);
-    if (end == std::string_view::npos) end = path.size();
-    std::string_view part = path.substr(i, end - i);
-    i = end + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
-      if (!parts.empty() && parts.back() != "..") {
-        parts.pop_back();
-      } else if (!rooted) {
-        parts.push_back(part);
-      }
-      continue;
-    }
-    parts.push_back(part);
-  }
-  std::string out = rooted ? "/" : "";
-  for (size_t k = 0; k < parts.size(); ++k) {
-    if (k > 0) out.push_back('/');
-    out.append(parts[k]);
-  }
-  if (out.empty()) return ".";
-  return out;
-}
-
 bool is_envd_internal_path(std::string_view decoded_path) {
   if (decoded_path.empty()) return false;
   std::string rooted = decoded_path.front() == '/' ? std::string(decoded_path) : "/" + std::string(decoded_path);

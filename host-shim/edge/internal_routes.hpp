@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "text/clean_path.hpp"
+
 namespace cove::shim::edge {
 
 // The path of a request target (origin-form or absolute-form), percent-decoded as Go's
@@ -15,7 +17,7 @@ std::optional<std::string> request_path(std::string_view target);
 
 // Go's path.Clean: one slash between elements, no "." elements, ".." resolved, rooted paths stay
 // rooted; "" becomes ".".
-std::string clean_path(std::string_view path);
+using text::clean_path;
 
 // `decoded_path` as request_path returns it.
 bool is_envd_internal_path(std::string_view decoded_path);

@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <algorithm>
 #include <string>
 #include <system_error>
 
@@ -111,7 +112,13 @@ void make_dir(const std::string& path, mode_t mode) {
     restrict_to_default_capabilities();
 
     std::string port = std::to_string(spec.agent_port);
-    const char* argv[] = {"cove-agent", "-port", port.c_str(), "-unix", spec.agent_socket.c_str(), nullptr};
+    // Each uid's processes stay a reserve below pids.max, so a fork bomb leaves room for the
+    // agent and for root's commands (see process/spawn.hpp).
+    constexpr int64_t kReserve = 64;
+    int64_t per_uid = std::max<int64_t>(spec.limits.pids_max - kReserve, 16);
+    std::string process_limit = std::to_string(per_uid);
+    const char* argv[] = {"cove-agent", "-port", port.c_str(), "-unix", spec.agent_socket.c_str(),
+                          "-process-limit", process_limit.c_str(), nullptr};
     const char* envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
                           nullptr};
     step = "exec the agent";
