@@ -65,3 +65,6 @@ row("files.write 4 KiB", s.write_4k_p50_ms, b.write_4k_p50_ms, "ms")
 console.log(`files.write ${s.large_mib} MiB stream: ${s.large_upload_s} s, ${s.large_upload_mib_s} MiB/s   baseline ${b.large_upload_mib_s} MiB/s   ratio ${(b.large_upload_mib_s / s.large_upload_mib_s).toFixed(2)}`)
 console.log(`agent RSS during it: ${s.agent_rss_before_kib} KiB before, ${s.agent_rss_peak_kib} KiB peak (+${s.agent_rss_peak_kib - s.agent_rss_before_kib} KiB); VmHWM ${s.agent_hwm_kib} KiB`)
 ' "$files_baseline" "$files"
+
+# Sandbox creation (its own shim on 127.0.0.1:3100/3101, bridge cove-bench): latency, throughput, memory.
+bench/sandboxes.sh build

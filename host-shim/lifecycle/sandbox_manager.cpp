@@ -282,15 +282,17 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
 
   Entry& entry = live_.at(id);  // only teardown() erases, and only this path tears down a creating one
   if (failure || entry.record.generation != generation) {
-    bool killed_meanwhile = entry.record.generation != generation;
+    bool killed_meanwhile = entry.kill_requested;
     if (entry.record.state == SandboxState::creating) apply(entry, SandboxEvent::kill);
     close_leases(entry);
     co_await teardown(id);
-    if (failure && !killed_meanwhile) {
-      try {
-        std::rethrow_exception(failure);
-      } catch (const std::exception& e) {
-        log_line("create " + id + " failed: " + e.what());
+    if (!killed_meanwhile) {  // a start failure, or its init died while starting
+      if (failure) {
+        try {
+          std::rethrow_exception(failure);
+        } catch (const std::exception& e) {
+          log_line("create " + id + " failed: " + e.what());
+        }
       }
       throw LifecycleError(LifecycleErrc::internal, "Failed to start the sandbox");
     }
@@ -358,6 +360,7 @@ net::awaitable<bool> SandboxManager::kill_entry(std::string id) {
   Entry& entry = it->second;
   bool creating = entry.record.state == SandboxState::creating;
   if (!apply(entry, SandboxEvent::kill)) co_return false;  // already on its way out
+  entry.kill_requested = true;
   close_leases(entry);
   if (creating) co_return true;  // the create path sees the new generation and tears it down
   co_await teardown(id);

@@ -86,6 +86,7 @@ class SandboxManager final : public Lifecycle {
     uint64_t last_cpu_ns = 0;
     TimePoint last_cpu_at{};
     std::set<Lease*> leases;
+    bool kill_requested = false;  // by a user, the reaper or the operator (not a crash)
   };
 
   Entry* visible_entry(const std::string& team_id, const std::string& id);

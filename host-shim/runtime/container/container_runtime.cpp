@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <cstdio>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -95,10 +96,36 @@ bool read_until_eof(int fd, std::string& out, std::chrono::steady_clock::time_po
 }
 
 // The init is the shim's child (CLONE_PARENT) unless it was recovered after a restart.
-void reap(int pidfd) {
+siginfo_t reap(int pidfd) {
   siginfo_t info{};
   while (waitid(P_PIDFD, static_cast<id_t>(pidfd), &info, WEXITED | WNOHANG) < 0 && errno == EINTR) {
   }
+  return info;
+}
+
+// Why an init died by itself, for the operator: its exit and the end of the agent's log (the
+// sandbox directory, and the log with it, is removed by the teardown that follows).
+void log_unexpected_exit(const std::string& id, const siginfo_t& info, const std::string& log_path) {
+  std::string how = "exit status unknown (not our child)";
+  if (info.si_pid != 0) {
+    how = info.si_code == CLD_EXITED ? "exit status " + std::to_string(info.si_status)
+                                     : "signal " + std::to_string(info.si_status);
+  }
+  std::string tail;
+  int fd = open(log_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    off_t size = lseek(fd, 0, SEEK_END);
+    off_t from = size > 1024 ? size - 1024 : 0;
+    char buf[1024];
+    ssize_t n = pread(fd, buf, sizeof buf, from);
+    if (n > 0) tail.assign(buf, static_cast<size_t>(n));
+    close(fd);
+  }
+  for (char& c : tail) {
+    if (c == '\n') c = '|';
+  }
+  std::fprintf(stderr, "cove: sandbox %s: init exited by itself (%s); agent log: %s\n", id.c_str(), how.c_str(),
+               tail.empty() ? "(empty)" : tail.c_str());
 }
 
 bool wait_readable(int fd, std::chrono::milliseconds timeout) {
@@ -317,17 +344,19 @@ void ContainerRuntime::adopt(InstanceRecord record, int pidfd) {
   }
   if (watch_fd < 0) return;  // no exit notification for this one; everything else works
   // The descriptor is set up and waited on from the executor, as asio objects want.
-  net::post(executor_, [watch, watch_fd, id, callbacks = exit_callback_] {
+  std::string log_path = sandbox_dir(id) + "/agent.log";
+  net::post(executor_, [watch, watch_fd, id, log_path, callbacks = exit_callback_] {
     if (watch->cancelled) {
       close(watch_fd);
       return;
     }
     watch->descriptor.assign(watch_fd);
     watch->descriptor.async_wait(net::posix::stream_descriptor::wait_read,
-                                 [watch, id, callbacks](const boost::system::error_code& ec) {
+                                 [watch, id, log_path, callbacks](const boost::system::error_code& ec) {
                                    if (ec || watch->cancelled) return;
                                    watch->exited = true;
-                                   reap(watch->descriptor.native_handle());
+                                   siginfo_t info = reap(watch->descriptor.native_handle());
+                                   log_unexpected_exit(id, info, log_path);
                                    std::function<void(const std::string&)> cb;
                                    {
                                      std::lock_guard lock(callbacks->mutex);

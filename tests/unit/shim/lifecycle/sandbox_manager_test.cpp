@@ -172,6 +172,29 @@ TEST_F(SandboxManagerTest, KillDuringCreateIsFencedByGeneration) {
   EXPECT_TRUE(runtime.requests.empty());  // never initialised a fenced sandbox
 }
 
+TEST_F(SandboxManagerTest, CrashDuringCreateIsInternalNotNotFound) {
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  runtime.gate_ = &gate;
+  CreateRequest request;
+  auto creating = net::co_spawn(io, manager->create("team_a", request), net::use_future);
+  std::string id;
+  while (id.empty()) {
+    spin(1ms);
+    for (auto& r : store.live_sandboxes()) id = r.id;
+  }
+  runtime.exit_callback(id);  // its init died by itself while starting
+  release.set_value();
+  while (creating.wait_for(0s) != std::future_status::ready) spin();
+  try {
+    creating.get();
+    FAIL() << "create succeeded after its sandbox died";
+  } catch (const LifecycleError& e) {
+    EXPECT_EQ(e.status(), 500);
+  }
+  EXPECT_EQ(store.sandbox(id)->state, SandboxState::killed);
+}
+
 TEST_F(SandboxManagerTest, StartFailureIsInternalAndCleansUp) {
   runtime.fail_start = true;
   CreateRequest request;
