@@ -212,6 +212,30 @@ net::awaitable<bool> Exchange::begin_relayed(unsigned status, const Fields& fiel
   co_return true;
 }
 
+net::awaitable<bool> Exchange::begin_switched(const Fields& fields) {
+  bhttp::response<bhttp::empty_body> res;
+  for (const auto& f : fields) res.insert(f.name_string(), f.value());
+  for (const auto& f : response_headers_) res.set(f.name_string(), f.value());
+  res.result(bhttp::status::switching_protocols);
+  res.version(11);
+  responded_ = true;
+  close_ = true;
+  bhttp::response_serializer<bhttp::empty_body> sr{res};
+  boost::system::error_code ec;
+  co_await bhttp::async_write_header(socket_, sr, net::redirect_error(net::use_awaitable, ec));
+  if (ec) {
+    stream_broken_ = true;
+    co_return false;
+  }
+  co_return true;
+}
+
+std::string Exchange::take_buffered() {
+  std::string bytes(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+  buffer_.consume(buffer_.size());
+  return bytes;
+}
+
 net::awaitable<void> Exchange::begin_stream(unsigned status, std::string_view content_type) {
   co_await write_streaming_header(status, content_type, std::nullopt);
 }

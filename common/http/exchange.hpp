@@ -74,6 +74,13 @@ class Exchange {
   // write_body or write_chunk + finish_stream. False once the peer is gone.
   net::awaitable<bool> begin_relayed(unsigned status, const Fields& fields);
 
+  // 101 Switching Protocols with `fields` verbatim (Connection: Upgrade and Upgrade included):
+  // after it the connection is a raw tunnel the caller owns, so the exchange closes after it.
+  net::awaitable<bool> begin_switched(const Fields& fields);
+  // Bytes the client sent after the request that were already read off the socket (a tunnel
+  // must pass them on). Only meaningful once the body is done.
+  std::string take_buffered();
+
   // The raw connection, for a proxy (e.g. to cancel a body read it no longer wants). Anything
   // written here bypasses the exchange's bookkeeping.
   Socket& socket() { return socket_; }

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +19,12 @@
 #include "cli/admin.hpp"
 #include "cli/tcp_listen.hpp"
 #include "cli/templates_setup.hpp"
+#include "edge/certificates.hpp"
+#include "edge/edge_router.hpp"
+#include "edge/host_route.hpp"
 #include "edge/sandbox_proxy.hpp"
+#include "edge/tls_connection.hpp"
+#include "edge/tls_context.hpp"
 #include "http/server.hpp"
 #include "lifecycle/sandbox_manager.hpp"
 #include "runtime/container/container_runtime.hpp"
@@ -31,6 +37,28 @@ namespace {
 void say(const std::string& text) { std::fprintf(stderr, "cove: %s\n", text.c_str()); }
 
 // One shim per state directory: a second would fight over the same sandboxes.
+// Every proxied stream holds a few descriptors (client, socket pair, sandbox channel); the
+// default soft limit of 1024 would cap the edge at a few hundred streams.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+// The certificate the edge presents: the operator's, or one from the local CA.
+edge::TlsFiles edge_certificate(const Config& config, const std::string& domain_host) {
+  if (!config.tls_cert.empty()) {
+    edge::TlsFiles files{config.tls_cert, config.tls_key};
+    edge::check_certificate_files(files);
+    return files;
+  }
+  auto files = edge::ensure_local_certificates(config.state_dir, domain_host);
+  say("local CA: ca.pem in the state directory (what NODE_EXTRA_CA_CERTS points at)");
+  return files;
+}
+
 int lock_state_dir(const std::string& state_dir) {
   std::string path = state_dir + "/shim.lock";
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -46,6 +74,12 @@ int serve(const Config& config) {
   ::chmod(config.state_dir.c_str(), 0700);
   int lock_fd = lock_state_dir(config.state_dir);
   (void)lock_fd;  // held for the life of the process
+  raise_descriptor_limit();
+  const std::string domain_host(edge::domain_host(config.domain));
+  std::shared_ptr<boost::asio::ssl::context> tls_context;
+  if (!config.tls_listen.empty()) {
+    tls_context = edge::make_tls_context(edge_certificate(config, domain_host), config.http2);
+  }
 
   auto store = open_sqlite_store(config.state_dir + "/cove.db");
   auto prepared = prepare_templates(config, *store);
@@ -84,6 +118,10 @@ int serve(const Config& config) {
   edge::ProxyOptions proxy_options;
   auto proxy = edge::make_sandbox_proxy(manager, proxy_options);
   auto admin = make_admin_handler(manager);
+  edge::ProxyOptions edge_proxy_options;
+  edge_proxy_options.domain = domain_host;
+  auto edge_proxy = edge::make_sandbox_proxy(manager, edge_proxy_options);
+  auto edge_router = edge::make_edge_router(control_plane, edge_proxy, domain_host);
 
   std::list<netio::Acceptor> acceptors;
   auto serve_on = [&](netio::Acceptor acceptor, const http::Handler& handler, const std::string& what) {
@@ -99,6 +137,17 @@ int serve(const Config& config) {
   for (auto& address : config.api_listen) serve_on(listen_address(io.get_executor(), address), control_plane, "api");
   for (auto& address : config.sandbox_listen) serve_on(listen_address(io.get_executor(), address), proxy, "sandbox");
   serve_on(netio::listen_unix(io.get_executor(), admin_socket_path(config.state_dir)), admin, "admin");
+  for (auto& address : config.tls_listen) {
+    auto& a = acceptors.emplace_back(listen_address(io.get_executor(), address));
+    say("tls listening on " + describe_local(a) + " for https://api." + config.domain + " and https://<port>-<id>." +
+        config.domain);
+    net::co_spawn(io, netio::accept_loop(a, [&edge_router, &tls_context](Socket socket) {
+                    auto ex = socket.get_executor();
+                    net::co_spawn(ex, edge::serve_tls_connection(std::move(socket), tls_context, edge_router),
+                                  net::detached);
+                  }),
+                  net::detached);
+  }
 
   manager.start_background();
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);

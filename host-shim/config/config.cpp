@@ -95,9 +95,14 @@ std::string get_absolute_path(const Value& v, const std::string& key, bool allow
   return path;
 }
 
+bool get_bool(const Value& v, const std::string& key) {
+  expect(v, Value::Kind::boolean, key);
+  return v.boolean;
+}
+
+// An empty list turns that listener off.
 std::vector<std::string> get_listen(const Value& v, const std::string& key) {
   auto addresses = get_string_array(v, key);
-  if (addresses.empty()) fail(v.line, key, "must list at least one address");
   std::set<std::string> seen;
   for (const auto& a : addresses) {
     if (!parse_listen_address(a)) {
@@ -164,6 +169,14 @@ Config parse_config(const std::string& toml_text) {
       cfg.api_listen = get_listen(v, k);
     } else if (k == "sandbox_listen") {
       cfg.sandbox_listen = get_listen(v, k);
+    } else if (k == "tls_listen") {
+      cfg.tls_listen = get_listen(v, k);
+    } else if (k == "tls_cert") {
+      cfg.tls_cert = get_absolute_path(v, k, true);
+    } else if (k == "tls_key") {
+      cfg.tls_key = get_absolute_path(v, k, true);
+    } else if (k == "http2") {
+      cfg.http2 = get_bool(v, k);
     } else if (k == "domain") {
       cfg.domain = get_string(v, k);
       if (!cfg.domain.empty() && !is_valid_domain(cfg.domain)) {
@@ -201,7 +214,7 @@ Config parse_config(const std::string& toml_text) {
       }
     } else {
       unknown_key(v.line, "", k,
-                  {"api_listen", "sandbox_listen", "domain", "state_dir", "agent_path", "base_rootfs",
+                  {"api_listen", "sandbox_listen", "tls_listen", "tls_cert", "tls_key", "http2", "domain", "state_dir", "agent_path", "base_rootfs",
                    "default_timeout_s", "max_timeout_s", "pids_max", "max_sandboxes", "bridge", "subnet",
                    "templates"});
     }
@@ -221,6 +234,25 @@ Config parse_config(const std::string& toml_text) {
       fail(line, "max_sandboxes",
            "exceeds the " + std::to_string(usable) + " sandbox addresses in subnet " + cfg.subnet);
     }
+  }
+  if (cfg.tls_cert.empty() != cfg.tls_key.empty()) {
+    const char* missing = cfg.tls_cert.empty() ? "tls_cert" : "tls_key";
+    int line = line_of.count("tls_cert") ? line_of["tls_cert"] : line_of["tls_key"];
+    fail(line, missing, "tls_cert and tls_key go together: give both, or neither for a local CA");
+  }
+  if (!cfg.tls_listen.empty() && cfg.domain.empty()) {
+    int line = line_of.count("domain") ? line_of["domain"] : line_of["tls_listen"];
+    fail(line, "domain", "the TLS edge (tls_listen) routes by host name and needs a domain");
+  }
+  if (cfg.api_listen.empty() && cfg.tls_listen.empty()) {
+    int line = line_of.count("api_listen") ? line_of["api_listen"] : line_of["tls_listen"];
+    fail(line, "api_listen", "with tls_listen empty too, nothing would serve the API");
+  }
+  for (const auto& a : cfg.tls_listen) {
+    auto parsed = parse_listen_address(a);
+    bool clash = std::count(cfg.api_listen.begin(), cfg.api_listen.end(), a) != 0 ||
+                 std::count(cfg.sandbox_listen.begin(), cfg.sandbox_listen.end(), a) != 0;
+    if (parsed->port != 0 && clash) fail(line_of["tls_listen"], "tls_listen", "'" + a + "' is also a plain-HTTP listener");
   }
   for (const auto& a : cfg.api_listen) {
     auto parsed = parse_listen_address(a);

@@ -22,10 +22,16 @@ struct TemplateConfig {
 };
 
 struct Config {
-  // Plain-HTTP listeners (the TLS edge arrives with the next issue). "host:port"; port 0 = any.
+  // Plain-HTTP listeners (E2B_API_URL / E2B_SANDBOX_URL style). "host:port"; port 0 = any.
   std::vector<std::string> api_listen = {"127.0.0.1:3000", "[::1]:3000"};
   std::vector<std::string> sandbox_listen = {"127.0.0.1:3001", "[::1]:3001"};
-  std::string domain;              // returned in `domain`; empty → null
+  // The TLS edge: api.<domain>, <port>-<id>.<domain> and sandbox.<domain> on one listener.
+  std::vector<std::string> tls_listen = {"127.0.0.1:443", "[::1]:443"};
+  // PEM chain and key for *.<domain> and api.<domain>; both empty → a local CA in state_dir.
+  std::string tls_cert;
+  std::string tls_key;
+  bool http2 = true;               // offer h2 through ALPN (http/1.1 is always offered)
+  std::string domain = "cove.localhost";  // returned in `domain`, optionally with :port; empty → null
   std::string state_dir = "/var/lib/cove";
   std::string agent_path;          // the static cove-agent to install into every sandbox
   int64_t default_timeout_s = 300; // when a create omits `timeout` (v1 body: E2B's 15 is too short for users of older SDKs)

@@ -68,8 +68,4 @@ std::string still_transitioning_body(std::string_view sandbox_id) {
   return sandbox_error(sandbox_id, "The sandbox is still transitioning. Try again in a moment.", 409);
 }
 
-std::string upgrade_unsupported_body(std::string_view sandbox_id) {
-  return sandbox_error(sandbox_id, "Protocol upgrades (WebSocket) are not supported by this sandbox proxy yet", 501);
-}
-
 }  // namespace cove::shim::edge

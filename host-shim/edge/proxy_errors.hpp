@@ -18,6 +18,5 @@ std::string internal_route_body(std::string_view path);                         
 std::string traffic_token_missing_body(std::string_view sandbox_id);             // 403
 std::string traffic_token_invalid_body(std::string_view sandbox_id);             // 403
 std::string still_transitioning_body(std::string_view sandbox_id);               // 409
-std::string upgrade_unsupported_body(std::string_view sandbox_id);               // 501 (ours)
 
 }  // namespace cove::shim::edge

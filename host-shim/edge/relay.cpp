@@ -123,7 +123,8 @@ BodyFraming request_framing(const Exchange& exchange) {
 }
 }  // namespace
 
-net::awaitable<RelayOutcome> relay_exchange(Exchange& exchange, Socket& upstream, RelayOptions options) {
+net::awaitable<RelayOutcome> relay_exchange(Exchange& exchange, Socket& upstream, RelayOptions options,
+                                            std::string cors_origin) {
   const BodyFraming framing = request_framing(exchange);
   const std::string head = upstream_request_head(exchange.method(), exchange.target(), exchange.headers(), framing);
   boost::system::error_code ec;
@@ -172,6 +173,10 @@ net::awaitable<RelayOutcome> relay_exchange(Exchange& exchange, Socket& upstream
   const unsigned status = response.result_int();
   const bool bodiless = head_request || status == 204 || status == 304;
   Fields fields = end_to_end_headers(response.base());
+  if (!cors_origin.empty() && fields.find(bhttp::field::access_control_allow_origin) == fields.end()) {
+    fields.set(bhttp::field::access_control_allow_origin, cors_origin);
+    fields.insert(bhttp::field::vary, "Origin");
+  }
   bool chunked_out = false;
   if (bodiless) {
     if (status == 204) fields.erase(bhttp::field::content_length);

@@ -7,6 +7,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <cstddef>
+#include <string>
 
 #include "http/exchange.hpp"
 
@@ -29,7 +30,9 @@ struct RelayOptions {
 // Runs on the exchange's executor (one thread). On any outcome but `completed` and
 // `upstream_failed_before_head` the exchange is marked to close; `upstream` is closed on every
 // outcome but `completed`.
+// `cors_origin`, when not empty, is granted on a response that does not grant CORS itself (the
+// edge answered the browser's preflight for this service, so the real answer must agree).
 boost::asio::awaitable<RelayOutcome> relay_exchange(http::Exchange& exchange, http::Socket& upstream,
-                                                    RelayOptions options = {});
+                                                    RelayOptions options = {}, std::string cors_origin = {});
 
 }  // namespace cove::shim::edge

@@ -5,10 +5,12 @@
 #include <array>
 #include <system_error>
 
+#include "edge/cors.hpp"
 #include "edge/host_route.hpp"
 #include "edge/internal_routes.hpp"
 #include "edge/proxy_errors.hpp"
 #include "edge/traffic_access.hpp"
+#include "edge/upgrade_tunnel.hpp"
 
 namespace cove::shim::edge {
 namespace {
@@ -52,8 +54,6 @@ net::awaitable<void> answer_json(http::Exchange& exchange, unsigned status, std:
   co_await exchange.respond(status, kJsonContentType, std::move(body));
   co_await discard_body(exchange);
 }
-
-bool is_upgrade(const http::Exchange& exchange) { return exchange.has_header("Upgrade"); }
 
 std::optional<std::string_view> header_if_present(const http::Exchange& exchange, std::string_view name) {
   if (!exchange.has_header(name)) return std::nullopt;
@@ -100,10 +100,6 @@ net::awaitable<void> serve(Lifecycle& lifecycle, std::shared_ptr<const ProxyOpti
       co_return;
   }
 
-  if (is_upgrade(exchange)) {
-    co_await answer_json(exchange, 501, upgrade_unsupported_body(id));
-    co_return;
-  }
 
   std::unique_ptr<PortLease> lease;
   Dial dial = Dial::ok;
@@ -136,7 +132,19 @@ net::awaitable<void> serve(Lifecycle& lifecycle, std::shared_ptr<const ProxyOpti
       co_return;
   }
 
-  const RelayOutcome outcome = co_await relay_exchange(exchange, lease->socket(), options.relay);
+  RelayOutcome outcome = RelayOutcome::completed;
+  if (wants_upgrade(exchange)) {
+    // (An Upgrade without `Connection: upgrade`, or over HTTP/1.0, is relayed as a plain request
+    // with the header dropped, as Go's reverse proxy does.)
+    outcome = co_await relay_upgrade(exchange, lease->socket());
+  } else if (route.port != kEnvdPort && is_cors_preflight(exchange)) {
+    outcome = co_await relay_preflight(exchange, lease->socket());
+  } else {
+    // envd grants CORS itself; for other services the edge's preflight grant must hold.
+    std::string cors_origin;
+    if (route.port != kEnvdPort && exchange.has_header("Origin")) cors_origin = std::string(exchange.header("Origin"));
+    outcome = co_await relay_exchange(exchange, lease->socket(), options.relay, std::move(cors_origin));
+  }
   lease.reset();
   if (outcome == RelayOutcome::upstream_failed_before_head) {
     // Killed between the dial and the answer, or the server in the sandbox closed on us.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# libFuzzer targets for the agent's parsers, built with clang++-14 (ASan + UBSan) into build/fuzz/
+# libFuzzer targets for the agent's and the shim's parsers, built with clang++-14 (ASan + UBSan) into build/fuzz/
 # and run for a fixed time each; fails on any crash, leak, sanitizer report or broken invariant.
 #
 #   envelope   Connect envelope reader   guest-agent/rpc/envelope.cpp
 #   multipart  multipart/form-data parser guest-agent/files/multipart.cpp (+ media_type, system/go_errors)
+#   host_route edge Host/header routing   host-shim/edge/host_route.cpp
 #
 # Usage: tests/fuzz/run.sh [target...]      (default: all)
 # Env:   FUZZ_TIME  seconds per target (default 60)     CXX_FUZZ  compiler (default clang++-14)
@@ -20,6 +21,7 @@ out=$build/fuzz
 cxx=${CXX_FUZZ:-clang++-14}
 time=${FUZZ_TIME:-60}
 agent=$repo/guest-agent
+shim=$repo/host-shim
 
 log() { printf 'fuzz: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -28,12 +30,13 @@ command -v "$cxx" >/dev/null || die "$cxx not found (tools/deps.sh installs clan
 declare -A sources=(
   [envelope]="$agent/rpc/envelope.cpp"
   [multipart]="$agent/files/multipart.cpp $agent/files/media_type.cpp $agent/system/go_errors.cpp"
+  [host_route]="$shim/edge/host_route.cpp"
 )
 targets=("$@")
-((${#targets[@]})) || targets=(envelope multipart)
+((${#targets[@]})) || targets=(envelope multipart host_route)
 
 flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-       -fno-sanitize-recover=all -I "$agent")
+       -fno-sanitize-recover=all -I "$agent" -I "$shim")
 mkdir -p "$out"
 for t in "${targets[@]}"; do
   [[ -n ${sources[$t]-} ]] || die "unknown target: $t (known: ${!sources[*]})"
@@ -42,7 +45,7 @@ for t in "${targets[@]}"; do
   deps=("$here/$t"_fuzz.cpp ${sources[$t]})
   stale=0
   [[ -x $bin ]] || stale=1
-  for d in "${deps[@]}" "$here/run.sh" "$agent"/rpc/envelope.hpp "$agent"/files/*.hpp; do
+  for d in "${deps[@]}" "$here/run.sh" "$agent"/rpc/envelope.hpp "$agent"/files/*.hpp "$shim"/edge/host_route.hpp; do
     [[ $d -nt $bin ]] && stale=1
   done
   if ((stale)); then

@@ -401,16 +401,6 @@ bool chain_exists(const std::string& table, const std::string& chain) {
   return iptables({"-t", table, "-S", chain}).status == 0;
 }
 
-struct Hook {
-  const char* table;
-  const char* builtin;
-  const char* ours;
-};
-constexpr Hook kHooks[] = {
-    {"filter", "INPUT", "COVE-INPUT"},
-    {"filter", "FORWARD", "COVE-FORWARD"},
-    {"nat", "POSTROUTING", "COVE-POSTROUTING"},
-};
 
 void write_sysctl(const std::string& path, const std::string& value, bool missing_ok) {
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -449,9 +439,18 @@ std::string HostNetwork::address_for_slot(int64_t slot) const {
   return format_ipv4(subnet.base + 2 + static_cast<uint32_t>(slot));
 }
 
-std::string HostNetwork::host_interface(int64_t slot) {
+std::string HostNetwork::host_interface(int64_t slot) const {
   if (slot < 0) fail("negative slot " + std::to_string(slot));
-  return "cvh" + std::to_string(slot);  // any slot with an address fits IFNAMSIZ (/8: 8 digits)
+  // FNV-1a of the bridge name: stable across restarts, distinct for distinct bridges in practice.
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : config_.bridge) hash = (hash ^ c) * 16777619u;
+  char tag[8];
+  std::snprintf(tag, sizeof tag, "%04x", static_cast<unsigned>(hash & 0xffff));
+  return "cv" + std::string(tag) + std::to_string(slot);  // 2 + 4 + at most 8 digits (/8)
+}
+
+std::vector<HostNetwork::Hook> HostNetwork::hooks() const {
+  return {{"filter", "INPUT", input_chain()}, {"filter", "FORWARD", forward_chain()}, {"nat", "POSTROUTING", nat_chain()}};
 }
 
 void HostNetwork::ensure() {
@@ -490,27 +489,27 @@ void HostNetwork::ensure() {
 
   // 3. Our chains, filled atomically by one iptables-restore per table (--noflush leaves every
   //    other chain alone; declaring our chains empties only them), hooked once at the top.
-  std::string rules = "*filter\n:COVE-INPUT - [0:0]\n:COVE-FORWARD - [0:0]\n";
+  const std::string in = input_chain(), fwd = forward_chain(), nat = nat_chain();
+  std::string rules = "*filter\n:" + in + " - [0:0]\n:" + fwd + " - [0:0]\n";
   // Sandboxes reach none of the host's addresses: INPUT sees every local destination.
-  rules += "-A COVE-INPUT -i " + bridge + " -j DROP\n";
+  rules += "-A " + in + " -i " + bridge + " -j DROP\n";
   // Sandbox to sandbox, if routed through the host (the bridge ports are isolated already).
-  rules += "-A COVE-FORWARD -i " + bridge + " -o " + bridge + " -j DROP\n";
-  rules += "-A COVE-FORWARD -i " + bridge + " -j ACCEPT\n";
-  rules += "-A COVE-FORWARD -o " + bridge +
-           " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n";
+  rules += "-A " + fwd + " -i " + bridge + " -o " + bridge + " -j DROP\n";
+  rules += "-A " + fwd + " -i " + bridge + " -j ACCEPT\n";
+  rules += "-A " + fwd + " -o " + bridge + " -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n";
   // Nothing outside opens connections into sandboxes (the shim uses the host channel).
-  rules += "-A COVE-FORWARD -o " + bridge + " -j DROP\n";
-  for (const auto& hook : kHooks) {
-    if (std::string(hook.table) == "filter" && !rule_exists(hook.table, hook.builtin, hook.ours)) {
-      rules += std::string("-I ") + hook.builtin + " 1 -j " + hook.ours + "\n";
+  rules += "-A " + fwd + " -o " + bridge + " -j DROP\n";
+  for (const auto& hook : hooks()) {
+    if (hook.table == "filter" && !rule_exists(hook.table, hook.builtin, hook.ours)) {
+      rules += "-I " + hook.builtin + " 1 -j " + hook.ours + "\n";
     }
   }
-  rules += "COMMIT\n*nat\n:COVE-POSTROUTING - [0:0]\n";
-  rules += "-A COVE-POSTROUTING -s " + format_ipv4(subnet.base) + "/" +
-           std::to_string(subnet.prefix) + " ! -o " + bridge + " -j MASQUERADE\n";
-  for (const auto& hook : kHooks) {
-    if (std::string(hook.table) == "nat" && !rule_exists(hook.table, hook.builtin, hook.ours)) {
-      rules += std::string("-I ") + hook.builtin + " 1 -j " + hook.ours + "\n";
+  rules += "COMMIT\n*nat\n:" + nat + " - [0:0]\n";
+  rules += "-A " + nat + " -s " + format_ipv4(subnet.base) + "/" + std::to_string(subnet.prefix) + " ! -o " + bridge +
+           " -j MASQUERADE\n";
+  for (const auto& hook : hooks()) {
+    if (hook.table == "nat" && !rule_exists(hook.table, hook.builtin, hook.ours)) {
+      rules += "-I " + hook.builtin + " 1 -j " + hook.ours + "\n";
     }
   }
   rules += "COMMIT\n";
@@ -522,19 +521,19 @@ void HostNetwork::ensure() {
 }
 
 void HostNetwork::teardown() {
-  for (const auto& hook : kHooks) {
+  for (const auto& hook : hooks()) {
     // Unhook every copy of our jump (an older, non-idempotent run could have left several).
     for (int i = 0; i < 32 && rule_exists(hook.table, hook.builtin, hook.ours); ++i) {
       CommandResult removed = iptables({"-t", hook.table, "-D", hook.builtin, "-j", hook.ours});
       if (removed.status != 0) {
-        fail(std::string("cannot unhook ") + hook.ours + ": " + trimmed(removed.output));
+        fail("cannot unhook " + hook.ours + ": " + trimmed(removed.output));
       }
     }
     if (!chain_exists(hook.table, hook.ours)) continue;
     for (const char* op : {"-F", "-X"}) {
       CommandResult done = iptables({"-t", hook.table, op, hook.ours});
       if (done.status != 0) {
-        fail(std::string("cannot remove chain ") + hook.ours + ": " + trimmed(done.output));
+        fail("cannot remove chain " + hook.ours + ": " + trimmed(done.output));
       }
     }
   }

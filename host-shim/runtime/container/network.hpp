@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cove::shim::container {
 
@@ -35,8 +36,14 @@ class HostNetwork {
   std::string address_for_slot(int64_t slot) const;
   std::string gateway() const;
   int prefix_length() const;
-  // Host-side interface name of a slot's veth ("cvh<slot>", fits IFNAMSIZ).
-  static std::string host_interface(int64_t slot);
+  // Host-side interface name of a slot's veth: "cv" + 4 hex digits of the bridge name + the
+  // slot (fits IFNAMSIZ), so shims with different bridges never pick the same names.
+  std::string host_interface(int64_t slot) const;
+  // This bridge's iptables chains: "COVE-IN-<bridge>", "COVE-FWD-<bridge>", "COVE-NAT-<bridge>"
+  // (at most 24 characters), so each shim owns its chains whole.
+  std::string input_chain() const { return "COVE-IN-" + config_.bridge; }
+  std::string forward_chain() const { return "COVE-FWD-" + config_.bridge; }
+  std::string nat_chain() const { return "COVE-NAT-" + config_.bridge; }
 
   // Creates the veth pair with its peer already inside the network namespace of `pid` (named
   // eth0 there), attaches the host end to the bridge as an isolated port and brings it up.
@@ -45,6 +52,11 @@ class HostNetwork {
   void detach(int64_t slot) const;
 
  private:
+  // Where each of our chains hooks into the built-in ones.
+  struct Hook {
+    std::string table, builtin, ours;
+  };
+  std::vector<Hook> hooks() const;
   NetworkConfig config_;
 };
 

@@ -31,6 +31,10 @@ void expect_error(const std::string& text, std::string_view expected_prefix, std
 void expect_same(const Config& a, const Config& b) {
   EXPECT_EQ(a.api_listen, b.api_listen);
   EXPECT_EQ(a.sandbox_listen, b.sandbox_listen);
+  EXPECT_EQ(a.tls_listen, b.tls_listen);
+  EXPECT_EQ(a.tls_cert, b.tls_cert);
+  EXPECT_EQ(a.tls_key, b.tls_key);
+  EXPECT_EQ(a.http2, b.http2);
   EXPECT_EQ(a.domain, b.domain);
   EXPECT_EQ(a.state_dir, b.state_dir);
   EXPECT_EQ(a.agent_path, b.agent_path);
@@ -48,6 +52,12 @@ TEST(Config, EmptyFileGivesTheDefaults) {
   Config cfg = parse_config("");
   expect_same(cfg, Config{});
   EXPECT_EQ(cfg.api_listen, (std::vector<std::string>{"127.0.0.1:3000", "[::1]:3000"}));
+  EXPECT_EQ(cfg.sandbox_listen, (std::vector<std::string>{"127.0.0.1:3001", "[::1]:3001"}));
+  EXPECT_EQ(cfg.tls_listen, (std::vector<std::string>{"127.0.0.1:443", "[::1]:443"}));
+  EXPECT_EQ(cfg.tls_cert, "");
+  EXPECT_EQ(cfg.tls_key, "");
+  EXPECT_TRUE(cfg.http2);
+  EXPECT_EQ(cfg.domain, "cove.localhost");
   EXPECT_EQ(cfg.state_dir, "/var/lib/cove");
   EXPECT_EQ(cfg.default_timeout_s, 300);
   EXPECT_TRUE(cfg.templates.empty());
@@ -57,6 +67,10 @@ TEST(Config, EveryKeyIsRead) {
   Config cfg = parse_config(R"(
 api_listen = ["0.0.0.0:8080", "[::]:0"]
 sandbox_listen = ["127.0.0.1:8081"]
+tls_listen = ["0.0.0.0:8443", "[::1]:9443"]
+tls_cert = "/etc/cove/edge.pem"
+tls_key = "/etc/cove/edge.key"
+http2 = false
 domain = "sandbox.example.com:8443"
 state_dir = "/srv/cove"
 agent_path = "/usr/lib/cove/cove-agent"
@@ -79,6 +93,10 @@ rootfs = "/var/lib/cove/rootfs/tiny"
 )");
   EXPECT_EQ(cfg.api_listen, (std::vector<std::string>{"0.0.0.0:8080", "[::]:0"}));
   EXPECT_EQ(cfg.sandbox_listen, (std::vector<std::string>{"127.0.0.1:8081"}));
+  EXPECT_EQ(cfg.tls_listen, (std::vector<std::string>{"0.0.0.0:8443", "[::1]:9443"}));
+  EXPECT_EQ(cfg.tls_cert, "/etc/cove/edge.pem");
+  EXPECT_EQ(cfg.tls_key, "/etc/cove/edge.key");
+  EXPECT_FALSE(cfg.http2);
   EXPECT_EQ(cfg.domain, "sandbox.example.com:8443");
   EXPECT_EQ(cfg.state_dir, "/srv/cove");
   EXPECT_EQ(cfg.agent_path, "/usr/lib/cove/cove-agent");
@@ -130,6 +148,10 @@ TEST(Config, WrongTypesAreRejected) {
   expect_error("[templates]\nbase = 'x'\n", "line 2: templates.base: must be a table");
   expect_error("[templates.base]\nrootfs = \"/r\"\naliases = \"a\"\n", "line 3: templates.base.aliases:");
   expect_error("bridge = true\n", "line 1: bridge: must be a string, not a boolean");
+  expect_error("http2 = \"yes\"\n", "line 1: http2: must be a boolean, not a string");
+  expect_error("http2 = 1\n", "line 1: http2: must be a boolean, not an integer");
+  expect_error("tls_listen = \"127.0.0.1:443\"\n", "line 1: tls_listen: must be an array of strings");
+  expect_error("tls_cert = 5\ntls_key = \"/k\"\n", "line 1: tls_cert: must be a string, not an integer");
 }
 
 TEST(Config, TomlSyntaxErrorsKeepTheirLine) {
@@ -144,10 +166,16 @@ TEST(Config, ListenAddresses) {
   for (auto bad : {"127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "localhost:3000", "::1:3000",
                    "[::1]", "[]:80", "[::1:80", "1.2.3:80", "1.2.3.256:80", "01.2.3.4:80", "1.2.3.4:080",
                    "[::1%eth0]:80", " 1.2.3.4:80", "1.2.3.4:80 "}) {
-    expect_error("api_listen = [\"" + std::string(bad) + "\"]", "line 1: api_listen: '" + std::string(bad) + "'");
+    for (std::string key : {"api_listen", "sandbox_listen", "tls_listen"}) {
+      expect_error(key + " = [\"" + std::string(bad) + "\"]", "line 1: " + key + ": '" + std::string(bad) + "'");
+    }
   }
-  expect_error("sandbox_listen = []", "line 1: sandbox_listen: must list at least one address");
+  // An empty list turns that listener off.
+  EXPECT_EQ(parse_config("sandbox_listen = []").sandbox_listen, std::vector<std::string>{});
+  EXPECT_EQ(parse_config("api_listen = []").api_listen, std::vector<std::string>{});
+  EXPECT_EQ(parse_config("tls_listen = []").tls_listen, std::vector<std::string>{});
   expect_error("api_listen = ['1.2.3.4:5', '1.2.3.4:5']", "line 1: api_listen:", "listed twice");
+  expect_error("tls_listen = ['[::1]:443', '[::1]:443']", "line 1: tls_listen:", "listed twice");
   expect_error("api_listen = ['1.2.3.4:5']\nsandbox_listen = ['1.2.3.4:5']\n", "line 2: sandbox_listen:",
                "also in api_listen");
   EXPECT_EQ(error_of("api_listen = ['127.0.0.1:0']\nsandbox_listen = ['127.0.0.1:0']\n"), "");
@@ -167,7 +195,7 @@ TEST(Config, ParsedListenAddressesGiveHostAndPort) {
 }
 
 TEST(Config, Domain) {
-  for (auto good : {"", "localhost", "e2b.local", "sandbox.example.com:3001", "a-b.c0", "127.0.0.1.nip.io"}) {
+  for (auto good : {"localhost", "e2b.local", "sandbox.example.com:3001", "a-b.c0", "127.0.0.1.nip.io"}) {
     EXPECT_EQ(error_of("domain = \"" + std::string(good) + "\""), "") << good;
   }
   for (auto bad : {"-a.com", "a-.com", "a..com", ".com", "com.", "http://x.com", "x.com:0", "x.com:70000", "x.com:",
@@ -175,6 +203,51 @@ TEST(Config, Domain) {
     expect_error("domain = \"" + std::string(bad) + "\"", "line 1: domain: must be a host name");
   }
   expect_error("domain = \"" + std::string(64, 'a') + ".com\"", "line 1: domain:");
+  // Empty (clients told null) only without the TLS edge, which routes by host name.
+  EXPECT_EQ(error_of("tls_listen = []\ndomain = \"\"\n"), "");
+  EXPECT_EQ(parse_config("tls_listen = []\ndomain = \"\"\n").domain, "");
+}
+
+TEST(Config, TlsEdge) {
+  // Certificate and key: both or neither.
+  Config both = parse_config("tls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\n");
+  EXPECT_EQ(both.tls_cert, "/c.pem");
+  EXPECT_EQ(both.tls_key, "/k.pem");
+  EXPECT_EQ(error_of("tls_cert = \"\"\ntls_key = \"\"\n"), "");
+  expect_error("tls_cert = \"/c.pem\"\n", "line 1: tls_key: tls_cert and tls_key go together");
+  expect_error("\ntls_key = \"/k.pem\"\n", "line 2: tls_cert: tls_cert and tls_key go together");
+  expect_error("tls_cert = \"/c.pem\"\ntls_key = \"\"\n", "line 1: tls_key: tls_cert and tls_key go together");
+  expect_error("tls_cert = \"c.pem\"\ntls_key = \"/k.pem\"\n", "line 1: tls_cert: must be an absolute path");
+  expect_error("tls_cert = \"/c.pem\"\ntls_key = \"k.pem\"\n", "line 2: tls_key: must be an absolute path");
+
+  EXPECT_TRUE(parse_config("http2 = true").http2);
+  EXPECT_FALSE(parse_config("http2 = false").http2);
+  expect_error("http2 = \"yes\"", "line 1: http2: must be a boolean");
+
+  // The edge routes by host name.
+  expect_error("tls_listen = [\"127.0.0.1:8443\"]\ndomain = \"\"\n", "line 2: domain:", "needs a domain");
+  expect_error("domain = \"\"\n", "line 1: domain:", "needs a domain");
+
+  // Something must serve the API.
+  expect_error("api_listen = []\ntls_listen = []\n", "line 1: api_listen:", "nothing would serve the API");
+  expect_error("tls_listen = []\napi_listen = []\n", "line 2: api_listen:", "nothing would serve the API");
+  Config tls_only = parse_config("api_listen = []\nsandbox_listen = []\n");
+  EXPECT_TRUE(tls_only.api_listen.empty());
+  EXPECT_EQ(tls_only.tls_listen, Config{}.tls_listen);
+  Config plain_only = parse_config("tls_listen = []\n");
+  EXPECT_TRUE(plain_only.tls_listen.empty());
+  EXPECT_EQ(plain_only.api_listen, Config{}.api_listen);
+
+  // One address is one listener.
+  expect_error("api_listen = ['127.0.0.1:8443']\ntls_listen = ['127.0.0.1:8443']\n", "line 2: tls_listen:",
+               "'127.0.0.1:8443' is also a plain-HTTP listener");
+  expect_error("tls_listen = ['[::1]:8443']\nsandbox_listen = ['[::1]:8443']\n", "line 1: tls_listen:",
+               "'[::1]:8443' is also a plain-HTTP listener");
+  // ...also against the default tls_listen, which the file does not mention (hence no line).
+  expect_error("api_listen = ['127.0.0.1:443']\n", "tls_listen:", "'127.0.0.1:443' is also a plain-HTTP listener");
+  // Port 0 picks a fresh port each time, so it never clashes.
+  EXPECT_EQ(error_of("api_listen = ['127.0.0.1:0']\ntls_listen = ['127.0.0.1:0']\n"), "");
+  EXPECT_EQ(error_of("api_listen = ['127.0.0.1:3000']\ntls_listen = ['127.0.0.1:3443']\n"), "");
 }
 
 TEST(Config, Paths) {
@@ -263,6 +336,12 @@ TEST(Config, Subnet) {
 TEST(Config, ExampleFileParsesToTheDefaults) {
   Config cfg = load_config(COVE_SHIM_CONFIG_EXAMPLE);
   expect_same(cfg, Config{});
+  // Spelled out, so a changed default cannot pass by changing both sides.
+  EXPECT_EQ(cfg.tls_listen, (std::vector<std::string>{"127.0.0.1:443", "[::1]:443"}));
+  EXPECT_TRUE(cfg.http2);
+  EXPECT_EQ(cfg.domain, "cove.localhost");
+  EXPECT_TRUE(cfg.tls_cert.empty());
+  EXPECT_TRUE(cfg.tls_key.empty());
 }
 
 TEST(Config, ExampleTemplateBlockIsValidWhenUncommented) {

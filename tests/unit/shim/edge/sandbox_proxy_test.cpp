@@ -139,6 +139,32 @@ net::awaitable<void> upstream_handler(UpstreamControl& ctl, http::Exchange& ex) 
     ex.close_after();
     co_await ex.begin_relayed(200, f);
     co_await ex.write_body("until the end");
+  } else if (path == "/ws") {
+    // A protocol switch: after the 101 every byte comes back, upper-cased.
+    http::Fields f;
+    f.set("Upgrade", std::string(ex.header("Upgrade")));
+    f.set("Connection", "Upgrade");
+    f.set("Sec-WebSocket-Accept", "test-accept");
+    if (!co_await ex.begin_switched(f)) co_return;
+    std::string early = ex.take_buffered();
+    auto& sock = ex.socket();
+    boost::system::error_code ec;
+    for (;;) {
+      std::string data = std::move(early);
+      early.clear();
+      if (data.empty()) {
+        std::array<char, 4096> buf;
+        size_t n = co_await sock.async_read_some(net::buffer(buf), net::redirect_error(net::use_awaitable, ec));
+        if (ec) break;
+        data.assign(buf.data(), n);
+      }
+      for (auto& c : data) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      co_await net::async_write(sock, net::buffer(data), net::redirect_error(net::use_awaitable, ec));
+      if (ec) break;
+    }
+  } else if (path == "/cors") {
+    ex.response_headers().set("Access-Control-Allow-Origin", "https://only.example");
+    co_await ex.respond(200, "text/plain", "own cors");
   } else {
     co_await ex.respond(404, "text/plain", "no such test route");
   }
@@ -586,13 +612,82 @@ TEST_F(SandboxProxyTest, DepartedClientClosesUpstreamAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
 }
 
-TEST_F(SandboxProxyTest, UpgradeIsNotSupportedYet) {
+TEST_F(SandboxProxyTest, UpgradeBecomesATunnel) {
   auto client = connect();
-  client->send(request("GET", "/ws", "aaa", "8080", "Connection: Upgrade\r\nUpgrade: websocket\r\n"));
+  client->send(request("GET", "/ws", "aaa", "8080",
+                       "Connection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: k\r\n"));
+  // The 101 head ends at the blank line; everything after it is tunnel bytes.
+  while (client->pending().find("\r\n\r\n") == std::string::npos && client->recv_more()) {
+  }
+  std::string& got = client->pending();
+  auto end = got.find("\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << got;
+  std::string head = got.substr(0, end);
+  got.erase(0, end + 4);
+  EXPECT_EQ(head.rfind("HTTP/1.1 101 ", 0), 0u) << head;
+  EXPECT_NE(head.find("Sec-WebSocket-Accept: test-accept"), std::string::npos) << head;
+  EXPECT_NE(head.find("Upgrade: websocket"), std::string::npos) << head;
+  client->send("hello tunnel");
+  while (got.size() < 12 && client->recv_more()) {
+  }
+  EXPECT_EQ(got, "HELLO TUNNEL");
+  client->send(std::string(100000, 'x'));
+  got.clear();
+  while (got.size() < 100000 && client->recv_more()) {
+  }
+  EXPECT_EQ(got, std::string(100000, 'X'));
+}
+
+TEST_F(SandboxProxyTest, RefusedUpgradeIsAnOrdinaryAnswer) {
+  auto client = connect();
+  client->send(request("GET", "/nope", "aaa", "8080", "Connection: Upgrade\r\nUpgrade: websocket\r\n"));
   Response r = read_response(*client);
-  EXPECT_EQ(r.status, 501u);
-  EXPECT_EQ(r.headers["Content-Type"], "application/json; charset=utf-8");
-  EXPECT_NE(r.body.find("\"code\":501"), std::string::npos);
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_EQ(r.body, "no such test route");
+}
+
+TEST_F(SandboxProxyTest, UpgradeWithoutConnectionTokenIsAPlainRequest) {
+  auto client = connect();
+  client->send(request("GET", "/whoami", "aaa", "8080", "Upgrade: h2c\r\n"));
+  Response r = read_response(*client);
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_NE(r.body.find("path=/whoami"), std::string::npos);
+}
+
+TEST_F(SandboxProxyTest, PreflightIsGrantedAtTheEdgeWhenTheServiceDoesNot) {
+  auto client = connect();
+  client->send(request("OPTIONS", "/whoami", "aaa", "8080",
+                       "Origin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n"
+                       "Access-Control-Request-Headers: content-type, x-custom\r\n"));
+  Response r = read_response(*client);
+  EXPECT_EQ(r.status, 204u);
+  EXPECT_EQ(r.headers["Access-Control-Allow-Origin"], "https://app.example");
+  EXPECT_EQ(r.headers["Access-Control-Allow-Headers"], "content-type, x-custom");
+  EXPECT_NE(r.headers["Access-Control-Allow-Methods"].find("POST"), std::string::npos);
+  // The real request then carries the same grant.
+  client->send(request("GET", "/whoami", "aaa", "8080", "Origin: https://app.example\r\n"));
+  Response g = read_response(*client);
+  EXPECT_EQ(g.status, 200u);
+  EXPECT_EQ(g.headers["Access-Control-Allow-Origin"], "https://app.example");
+}
+
+TEST_F(SandboxProxyTest, ServiceOwnCorsWinsAndEnvdAnswersItsOwn) {
+  auto client = connect();
+  client->send(request("OPTIONS", "/cors", "aaa", "8080",
+                       "Origin: https://app.example\r\nAccess-Control-Request-Method: GET\r\n"));
+  Response r = read_response(*client);
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.headers["Access-Control-Allow-Origin"], "https://only.example");
+  EXPECT_EQ(r.body, "own cors");
+  client->send(request("GET", "/cors", "aaa", "8080", "Origin: https://app.example\r\n"));
+  Response g = read_response(*client);
+  EXPECT_EQ(g.headers["Access-Control-Allow-Origin"], "https://only.example");
+  // Port 49983 is envd's: the preflight is its business (here: the fake answers 404).
+  client->send(request("OPTIONS", "/whoami2", "aaa", kEnvd,
+                       "Origin: https://app.example\r\nAccess-Control-Request-Method: POST\r\n"));
+  Response e = read_response(*client);
+  EXPECT_EQ(e.status, 404u);
+  EXPECT_FALSE(e.headers.count("Access-Control-Allow-Origin"));
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 // everything disappears with the namespaces even if an assertion stops the test halfway.
 //
 //   outside ns (10.214.0.2) ── veth ── emulated host ── bridge covet<n> 10.213.0.1/24
-//                                                          ├── cvh0 ── sandbox A eth0 10.213.0.2
-//                                                          └── cvh1 ── sandbox B eth0 10.213.0.3
+//                                                          ├── cv…0 ── sandbox A eth0 10.213.0.2
+//                                                          └── cv…1 ── sandbox B eth0 10.213.0.3
 #include <gtest/gtest.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -241,10 +241,12 @@ TEST(HostNetwork, SandboxesReachOutsideButNotEachOtherNorTheHost) {
   ASSERT_NO_THROW(network.ensure());
   const std::string second = shell("iptables-save");
   EXPECT_EQ(count_lines_containing(first, "COVE"), count_lines_containing(second, "COVE")) << second;
-  EXPECT_EQ(count_lines_containing(second, "-A INPUT -j COVE-INPUT"), 1) << second;
-  EXPECT_EQ(count_lines_containing(second, "-A FORWARD -j COVE-FORWARD"), 1) << second;
-  EXPECT_EQ(count_lines_containing(second, "-A POSTROUTING -j COVE-POSTROUTING"), 1) << second;
-  EXPECT_NE(second.find("-A COVE-POSTROUTING -s 10.213.0.0/24 ! -o " + bridge + " -j MASQUERADE"),
+  // Chains of its own, named after the bridge, so another shim's bridge never touches them.
+  EXPECT_EQ(network.input_chain(), "COVE-IN-" + bridge);
+  EXPECT_EQ(count_lines_containing(second, "-A INPUT -j COVE-IN-" + bridge), 1) << second;
+  EXPECT_EQ(count_lines_containing(second, "-A FORWARD -j COVE-FWD-" + bridge), 1) << second;
+  EXPECT_EQ(count_lines_containing(second, "-A POSTROUTING -j COVE-NAT-" + bridge), 1) << second;
+  EXPECT_NE(second.find("-A COVE-NAT-" + bridge + " -s 10.213.0.0/24 ! -o " + bridge + " -j MASQUERADE"),
             std::string::npos) << second;
   EXPECT_EQ(read_file("/proc/sys/net/ipv4/ip_forward"), "1\n");
   EXPECT_EQ(read_file("/proc/sys/net/ipv6/conf/" + bridge + "/disable_ipv6"), "1\n");
@@ -273,8 +275,12 @@ TEST(HostNetwork, SandboxesReachOutsideButNotEachOtherNorTheHost) {
             std::string::npos);
   EXPECT_NE(read_file("/proc/" + a_pid + "/net/route").find("eth0\t00000000\t0100D50A"),
             std::string::npos) << read_file("/proc/" + a_pid + "/net/route");
-  EXPECT_NE(shell("bridge -d link show dev cvh0").find("isolated on"), std::string::npos);
-  EXPECT_NE(shell("ip -o link show dev cvh0").find("master " + bridge), std::string::npos);
+  const std::string port0 = network.host_interface(0);
+  EXPECT_EQ(port0.rfind("cv", 0), 0u);
+  EXPECT_LE(port0.size(), 15u);
+  EXPECT_NE(port0, HostNetwork(NetworkConfig{bridge + "x", "10.213.0.0/24"}).host_interface(0));
+  EXPECT_NE(shell("bridge -d link show dev " + port0).find("isolated on"), std::string::npos);
+  EXPECT_NE(shell("ip -o link show dev " + port0).find("master " + bridge), std::string::npos);
 
   Listener outside_listener, b_listener, bridge_listener, host_other_listener;
   listen_in(outside.fd(), "10.214.0.2", outside_listener);
@@ -293,25 +299,25 @@ TEST(HostNetwork, SandboxesReachOutsideButNotEachOtherNorTheHost) {
   out = shell("nsenter -t " + a_pid + " -n ip route add 10.213.0.3/32 via 10.213.0.1", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_FALSE(connects(a.fd(), "10.213.0.3", b_listener.port, 400));
-  EXPECT_GT(first_rule_packets("filter", "COVE-FORWARD"), 0) << "the bridge-to-bridge DROP did not see it";
+  EXPECT_GT(first_rule_packets("filter", network.forward_chain()), 0) << "the bridge-to-bridge DROP did not see it";
 
   // No host address is reachable: neither the bridge's nor any other.
   EXPECT_FALSE(connects(a.fd(), "10.213.0.1", bridge_listener.port, 400));
   EXPECT_FALSE(connects(a.fd(), "10.214.0.1", host_other_listener.port, 400));
-  EXPECT_GT(first_rule_packets("filter", "COVE-INPUT"), 0) << "the INPUT DROP did not see it";
+  EXPECT_GT(first_rule_packets("filter", network.input_chain()), 0) << "the INPUT DROP did not see it";
 
   // Bad attaches fail clearly and leave nothing behind.
-  EXPECT_THROW(network.attach(0, a.pid()), std::runtime_error);  // cvh0 exists
+  EXPECT_THROW(network.attach(0, a.pid()), std::runtime_error);  // slot 0's interface exists
   EXPECT_THROW(network.attach(5, 0x3ffffff0), std::runtime_error);  // no such process
-  EXPECT_EQ(if_nametoindex("cvh5"), 0u);
+  EXPECT_EQ(if_nametoindex(network.host_interface(5).c_str()), 0u);
   EXPECT_THROW(network.attach(253, a.pid()), std::runtime_error);  // no address for the slot
 
   // Detach removes both ends; it is idempotent.
   EXPECT_NO_THROW(network.detach(0));
   EXPECT_NO_THROW(network.detach(1));
   EXPECT_NO_THROW(network.detach(0));
-  EXPECT_EQ(if_nametoindex("cvh0"), 0u);
-  EXPECT_EQ(if_nametoindex("cvh1"), 0u);
+  EXPECT_EQ(if_nametoindex(port0.c_str()), 0u);
+  EXPECT_EQ(if_nametoindex(network.host_interface(1).c_str()), 0u);
   EXPECT_EQ(read_file("/proc/" + a_pid + "/net/dev").find("eth0"), std::string::npos);
 
   // Teardown removes our chains, hooks and the bridge, and only those.

@@ -37,10 +37,17 @@ TEST(SandboxAddresses, SmallSubnetHasRoomForItsHostsOnly) {
   }
 }
 
-TEST(SandboxAddresses, HostInterfaceNamesFitIfnamsiz) {
-  EXPECT_EQ(HostNetwork::host_interface(0), "cvh0");
-  EXPECT_EQ(HostNetwork::host_interface(65532), "cvh65532");
-  EXPECT_THROW(HostNetwork::host_interface(-3), std::runtime_error);
+TEST(SandboxAddresses, HostInterfaceNamesFitIfnamsizAndDifferPerBridge) {
+  HostNetwork cove0(NetworkConfig{"cove0", "10.0.0.0/8"});
+  HostNetwork other(NetworkConfig{"cove-e2e", "10.0.0.0/8"});
+  const std::string first = cove0.host_interface(0);
+  EXPECT_EQ(first.rfind("cv", 0), 0u);
+  EXPECT_EQ(first.size(), 7u);  // cv + 4 hex + "0"
+  EXPECT_EQ(cove0.host_interface(0), first);  // stable
+  EXPECT_NE(other.host_interface(0), first);
+  EXPECT_EQ(cove0.host_interface(16777212).size(), 14u);  // the largest /8 slot still fits IFNAMSIZ
+  EXPECT_NE(cove0.host_interface(1), cove0.host_interface(10));
+  EXPECT_THROW(cove0.host_interface(-3), std::runtime_error);
 }
 
 TEST(SandboxAddresses, BadConfigurationIsRefusedUpFront) {
