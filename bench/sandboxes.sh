@@ -61,7 +61,8 @@ for port in "$api_port" "$sandbox_port"; do
 done
 ! ip link show "$bridge" >/dev/null 2>&1 || die "interface $bridge exists: another bench run is active, or one left it"
 other_rules() {
-  { iptables -w -S; iptables -w -t nat -S; } 2>/dev/null | grep -E '^-A COVE-' | grep -vE "\b$bridge\b|\b$subnet_re" || true
+  # Only a shim built before per-bridge chains (COVE-IN/FWD/NAT-<bridge>) shares chains with us.
+  { iptables -w -S; iptables -w -t nat -S; } 2>/dev/null | grep -E '^-A COVE-(INPUT|FORWARD|POSTROUTING) ' | grep -vE "\b$bridge\b|\b$subnet_re" || true
 }
 [[ -z $(other_rules) ]] || die "another shim has rules in the COVE-* iptables chains (is an e2e run active?); try again when it is done"
 

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Installs what Cove needs from Debian's repositories, only what is missing, quietly.
-# Idempotent: a machine that has everything makes no apt call at all.
+# Installs what Cove needs from Debian's repositories, only what is missing, quietly, and makes
+# `*.localhost` names resolve (tools/nsswitch.sh).
+# Idempotent: a machine that has everything makes no apt call and no write at all.
 set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
   libboost-dev libprotobuf-dev protobuf-compiler libprotoc-dev
   liburing-dev libseccomp-dev libcap-dev libssl-dev libsqlite3-dev
-  nlohmann-json3-dev libgtest-dev zlib1g-dev
+  nlohmann-json3-dev libgtest-dev zlib1g-dev libnghttp2-dev
   debootstrap util-linux curl ca-certificates iproute2 iptables e2fsprogs runc
   clang-14 libclang-rt-14-dev
   nodejs npm
+  libnss-myhostname sqlite3
 )
 
 missing=()
@@ -23,7 +25,10 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || filtered+=("$p"); done
   missing=("${filtered[@]}")
 fi
-[ ${#missing[@]} -eq 0 ] && exit 0
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ ${#missing[@]} -eq 0 ]; then
+  exec "$here/nsswitch.sh"
+fi
 
 echo "deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
@@ -34,3 +39,4 @@ if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >/tmp/cove-ap
     exit 1
   }
 fi
+"$here/nsswitch.sh"

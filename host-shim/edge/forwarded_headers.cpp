@@ -1,5 +1,7 @@
 #include "edge/forwarded_headers.hpp"
 
+#include "edge/proxy_errors.hpp"
+
 #include <boost/beast/core/string.hpp>
 
 #include <array>
@@ -68,6 +70,8 @@ std::string upstream_request_head(std::string_view method, std::string_view targ
   head.append(method).append(" ").append(target).append(" HTTP/1.1\r\n");
   for (const auto& f : end_to_end_headers(headers)) {
     if (f.name() == bhttp::field::expect) continue;
+    // The traffic token is the edge's business; the service behind it never sees it.
+    if (iequals(sv(f.name_string()), kTrafficTokenHeader)) continue;
     if (f.name() == bhttp::field::content_length && framing == BodyFraming::chunked) continue;
     head.append(sv(f.name_string())).append(": ").append(sv(f.value())).append("\r\n");
   }

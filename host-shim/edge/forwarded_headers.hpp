@@ -18,7 +18,7 @@ bool is_hop_by_hop(std::string_view name);
 // `in` without hop-by-hop headers.
 Fields end_to_end_headers(const Fields& in);
 
-// The request head sent upstream: HTTP/1.1, end-to-end headers, `Connection: close` (one
+// The request head sent upstream: HTTP/1.1, end-to-end headers but the traffic token, `Connection: close` (one
 // upstream connection per request), the body framing given. Expect is dropped: the proxy answers
 // 100-continue itself when it starts reading the body.
 std::string upstream_request_head(std::string_view method, std::string_view target, const Fields& headers,

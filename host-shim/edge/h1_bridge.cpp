@@ -11,6 +11,7 @@
 
 #include "async/event.hpp"
 #include "edge/socket_pair.hpp"
+#include "edge/stream_buffer.hpp"
 
 namespace cove::shim::edge {
 namespace {
@@ -26,10 +27,10 @@ struct Inbound {
 // Client → handler. At the client's end the handler learns there is no more (EOF), which it
 // takes as the client leaving; the response direction ends when the handler closes.
 net::awaitable<void> client_to_handler(TlsStream& stream, http::Socket& plain, std::shared_ptr<Inbound> inbound) {
-  std::vector<char> buf(kFromClientPiece);
+  StreamBuffer buf(kFromClientPiece);
   boost::system::error_code ec;
   for (;;) {
-    size_t n = co_await stream.async_read_some(net::buffer(buf), net::redirect_error(net::use_awaitable, ec));
+    size_t n = co_await stream.async_read_some(net::buffer(buf.data(), buf.size()), net::redirect_error(net::use_awaitable, ec));
     if (ec) break;
     co_await net::async_write(plain, net::buffer(buf.data(), n), net::redirect_error(net::use_awaitable, ec));
     if (ec) break;
@@ -49,10 +50,10 @@ net::awaitable<void> serve_http1_over_tls(TlsStream& stream, const http::Handler
   auto inbound = std::make_shared<Inbound>(executor);
   net::co_spawn(executor, client_to_handler(stream, plain, inbound), net::detached);
 
-  std::vector<char> buf(kToClientPiece);
+  StreamBuffer buf(kToClientPiece);
   boost::system::error_code ec;
   for (;;) {
-    size_t n = co_await plain.async_read_some(net::buffer(buf), net::redirect_error(net::use_awaitable, ec));
+    size_t n = co_await plain.async_read_some(net::buffer(buf.data(), buf.size()), net::redirect_error(net::use_awaitable, ec));
     if (ec) break;
     co_await net::async_write(stream, net::buffer(buf.data(), n), net::redirect_error(net::use_awaitable, ec));
     if (ec) break;

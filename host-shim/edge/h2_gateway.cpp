@@ -25,6 +25,7 @@
 #include "async/event.hpp"
 #include "edge/forwarded_headers.hpp"
 #include "edge/socket_pair.hpp"
+#include "edge/stream_buffer.hpp"
 
 namespace cove::shim::edge {
 namespace {
@@ -480,7 +481,7 @@ net::awaitable<void> Connection::download_pump(std::shared_ptr<Stream> stream) {
   nghttp2_submit_response(session_, stream->id, nv.data(), nv.size(), &provider);
   kick();
 
-  std::vector<char> piece(kResponsePiece);
+  StreamBuffer piece(kResponsePiece);
   while (!parser.is_done() && !stream->closed) {
     if (stream->download_pending() >= limits_.response_buffer) {
       co_await stream->download_wake.wait();
@@ -511,13 +512,13 @@ net::awaitable<void> Connection::download_pump(std::shared_ptr<Stream> stream) {
 }
 
 net::awaitable<void> Connection::read_loop() {
-  std::vector<uint8_t> buf(kReadPiece);
+  StreamBuffer buf(kReadPiece);
   boost::system::error_code ec;
   while (!fatal_) {
-    size_t n = co_await tls_.async_read_some(net::buffer(buf), net::redirect_error(net::use_awaitable, ec));
+    size_t n = co_await tls_.async_read_some(net::buffer(buf.data(), buf.size()), net::redirect_error(net::use_awaitable, ec));
     if (ec) break;
     last_activity_ = std::chrono::steady_clock::now();
-    ssize_t rv = nghttp2_session_mem_recv(session_, buf.data(), n);
+    ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(buf.data()), n);
     if (rv < 0) {
       // A protocol error: nghttp2 queued a GOAWAY; the writer sends it and ends.
       fatal_ = true;

@@ -13,6 +13,7 @@
 
 #include "async/event.hpp"
 #include "edge/forwarded_headers.hpp"
+#include "edge/stream_buffer.hpp"
 
 namespace cove::shim::edge {
 namespace {
@@ -45,7 +46,7 @@ net::awaitable<void> upload(Exchange& exchange, Socket& upstream, BodyFraming fr
                             UploadState& state) {
   bool through = framing == BodyFraming::none;
   if (!through) {
-    std::vector<char> buf(piece);
+    StreamBuffer buf(piece);
     for (;;) {
       size_t n = 0;
       bool client_ok = true;
@@ -198,7 +199,7 @@ net::awaitable<RelayOutcome> relay_exchange(Exchange& exchange, Socket& upstream
   if (!head_sent) outcome = RelayOutcome::client_gone;
 
   if (head_sent && !bodiless) {
-    std::vector<char> buf(options.piece);
+    StreamBuffer buf(options.piece);
     while (!parser->is_done()) {
       auto& body = parser->get().body();
       body.data = buf.data();

@@ -1,8 +1,10 @@
 // Shared helpers for the host-shim end-to-end tests (run by tests/e2e/shim/run.sh).
 //
-// Unlike ../*.test.mjs these do NOT use debug mode: the SDK talks to `cove serve` through
-// E2B_API_URL (control plane) and E2B_SANDBOX_URL (data plane), with a real API key, and every
-// sandbox is a real container. Every sandbox a test makes goes through `track()` so that
+// Unlike ../*.test.mjs these do NOT use debug mode: the SDK talks to `cove serve` with a real API
+// key, and every sandbox is a real container. Two client setups (run.sh picks one per phase):
+//   plain  E2B_API_URL (control plane) and E2B_SANDBOX_URL (data plane), plain HTTP;
+//   TLS    only E2B_DOMAIN, E2B_API_KEY and NODE_EXTRA_CA_CERTS, as a user of the TLS edge has:
+//          https://api.<domain> and https://<port>-<id>.<domain> (tls*.test.mjs). Every sandbox a test makes goes through `track()` so that
 // `killTracked()` (an after() hook in each file) removes it even when the test failed.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -27,15 +29,26 @@ export function env(name) {
   return v
 }
 
+/** True when this process is a client of the TLS edge (run.sh sets E2B_DOMAIN only then). */
+export const TLS_CLIENT = Boolean(process.env.E2B_DOMAIN)
+
 function checkEnv() {
   assert.notEqual(
     String(process.env.E2B_DEBUG ?? '').toLowerCase(),
     'true',
     'E2B_DEBUG must not be set: these tests go through the shim, not straight to an agent',
   )
-  env('E2B_API_URL')
-  env('E2B_SANDBOX_URL')
   env('E2B_API_KEY')
+  if (TLS_CLIENT) {
+    // Nothing may steer the SDK away from https://api.<domain> and https://<port>-<id>.<domain>.
+    for (const name of ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DEBUG']) {
+      assert.equal(process.env[name], undefined, `${name} must not be set for a TLS-edge client`)
+    }
+    env('NODE_EXTRA_CA_CERTS')
+  } else {
+    env('E2B_API_URL')
+    env('E2B_SANDBOX_URL')
+  }
 }
 
 const tracked = new Set()
@@ -61,6 +74,13 @@ export async function newSandbox(opts = {}) {
   track(sbx)
   assert.match(sbx.sandboxId, /^[A-Za-z0-9][A-Za-z0-9_-]*$/, 'sandbox id')
   assert.notEqual(sbx.sandboxId, 'debug_sandbox_id', 'the SDK is in debug mode')
+  if (TLS_CLIENT) {
+    // The create response's `domain` is the configured one (with its port), so the SDK's envd
+    // traffic goes to https://49983-<id>.<domain> (envdApiUrl is private in the typings only).
+    const domain = env('E2B_DOMAIN')
+    assert.equal(sbx.sandboxDomain, domain, 'sandboxDomain (the create response\'s domain)')
+    assert.equal(sbx.envdApiUrl, `https://49983-${sbx.sandboxId}.${domain}`, 'the SDK\'s envd URL')
+  }
   return sbx
 }
 

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317  # the cleanup functions run from the EXIT trap
 # End-to-end tests of the host shim: the unchanged npm `e2b` SDK (no debug mode) against
-# `cove serve` on 127.0.0.1:3000 (control plane) and 127.0.0.1:3001 (data plane, routed by the
-# E2b-Sandbox-Id / E2b-Sandbox-Port headers), creating real container sandboxes from the Debian
-# base rootfs. Builds nothing.
+# `cove serve`, creating real container sandboxes from the Debian base rootfs. Builds nothing.
+# Three phases, one shim (restarted with another config between them; sandboxes are killed first):
+#   plain    *.test.mjs except tls*: plain HTTP on 127.0.0.1:3000 (control plane) and
+#            127.0.0.1:3001 (data plane, routed by the E2b-Sandbox-Id / E2b-Sandbox-Port headers);
+#            the tests get E2B_API_URL and E2B_SANDBOX_URL; no TLS listener.
+#   tls-h2   tls*.test.mjs: only the TLS edge, on 127.0.0.1:8443 and [::1]:8443, domain
+#            cove.localhost:8443, certificates from the shim's local CA (<state>/ca.pem), h2 offered;
+#            of the E2B_* variables the tests get only E2B_DOMAIN and E2B_API_KEY, plus
+#            NODE_EXTRA_CA_CERTS.
+#   tls-h1   the same files again with `http2 = false` (ALPN offers http/1.1 only).
+# Every selected phase runs; any failing phase fails the run.
 #
 # Usage: tests/e2e/shim/run.sh [NAME...]   (as root; NAME: run only <NAME>.test.mjs)
 # Env:   COVE_BUILD_DIR   where bin/cove, bin/cove-agent, bin/cove-sandbox-init are (default <repo>/build)
-#        COVE_E2E_SHIM_TIMEOUT  seconds for the whole node run (default 1500)
+#        COVE_E2E_SHIM_TIMEOUT  seconds for each phase's node run (default 1500)
 #        COVE_E2E_API_PORT, COVE_E2E_SANDBOX_PORT  the shim's ports on 127.0.0.1 (default 3000, 3001)
+#        COVE_E2E_TLS_PORT  the TLS edge's port on 127.0.0.1 and ::1 (default 8443)
+# Needs: *.cove.localhost resolving to loopback (`myhostname` on the hosts: line of
+#        /etc/nsswitch.conf, with libnss-myhostname installed; tools/deps.sh sets that up).
 #
 # Host resources it makes (and always removes again):
 #   /var/tmp/cove-e2e-shim.XXXXXX   state dir: cove.toml, cove.db, shim.log, sandboxes
@@ -17,11 +28,13 @@
 #     with an HTTP server on 10.99.0.2:8080: an "outside" host sandboxes reach through the NAT
 #   an HTTP "canary" on 0.0.0.0:<ephemeral> of the host: something sandboxes must NOT reach
 #
-# The tests get E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY (team e2e), COVE_OTHER_TEAM_KEY (team
-# other), COVE_CONFIG, COVE_BIN, COVE_SHIMCTL, COVE_E2E_STATE, COVE_OUTSIDE_URL,
-# COVE_OUTSIDE_NETNS, COVE_HOST_CANARY_PORT, COVE_BRIDGE_ADDR, COVE_OUTSIDE_HOST_ADDR,
-# COVE_API_PORT, COVE_SANDBOX_PORT.
-# Exit status: non-zero if anything fails; node's TAP summary ("# pass N" / "# fail N") ends the output.
+# The tests get E2B_API_KEY (team e2e), COVE_OTHER_TEAM_KEY (team other), COVE_CONFIG, COVE_BIN,
+# COVE_SHIMCTL, COVE_E2E_STATE, COVE_OUTSIDE_URL, COVE_OUTSIDE_NETNS, COVE_HOST_CANARY_PORT,
+# COVE_BRIDGE_ADDR, COVE_OUTSIDE_HOST_ADDR, COVE_API_PORT, COVE_SANDBOX_PORT; the plain phase
+# E2B_API_URL and E2B_SANDBOX_URL; the TLS phases E2B_DOMAIN, NODE_EXTRA_CA_CERTS and
+# COVE_E2E_HTTP2 (1 or 0), and never E2B_API_URL, E2B_SANDBOX_URL or E2B_DEBUG.
+# Exit status: non-zero if anything fails; each phase's TAP summary ("# pass N" / "# fail N")
+# ends its output.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -34,6 +47,9 @@ cove=$build/bin/cove
 agent=$build/bin/cove-agent
 api_port=${COVE_E2E_API_PORT:-3000}
 sandbox_port=${COVE_E2E_SANDBOX_PORT:-3001}
+tls_port=${COVE_E2E_TLS_PORT:-8443}
+tls_name=cove.localhost
+tls_domain=$tls_name:$tls_port
 bridge="cove-e2e"
 subnet=10.89.0.0/16
 bridge_addr=10.89.0.1
@@ -53,7 +69,8 @@ for tool in node curl ip iptables setsid findmnt losetup /usr/bin/python3; do
   command -v "$tool" >/dev/null || die "$tool not found"
 done
 [[ $run_timeout =~ ^[0-9]+$ ]] || die "COVE_E2E_SHIM_TIMEOUT must be a number of seconds"
-[[ $api_port =~ ^[0-9]+$ && $sandbox_port =~ ^[0-9]+$ ]] || die "COVE_E2E_API_PORT/COVE_E2E_SANDBOX_PORT must be port numbers"
+[[ $api_port =~ ^[0-9]+$ && $sandbox_port =~ ^[0-9]+$ && $tls_port =~ ^[0-9]+$ ]] ||
+  die "COVE_E2E_API_PORT/COVE_E2E_SANDBOX_PORT/COVE_E2E_TLS_PORT must be port numbers"
 
 # 1. The SDK lives in the parent suite's node_modules (Node resolves `e2b` upwards from here).
 e2e=$(cd "$here/.." && pwd)
@@ -74,13 +91,27 @@ if (($#)); then
   done
 fi
 ((${#tests[@]})) || die "no test files in $here"
+plain_tests=()
+tls_tests=()
+for t in "${tests[@]}"; do
+  if [[ $(basename "$t") == tls* ]]; then tls_tests+=("$t"); else plain_tests+=("$t"); fi
+done
+
+# The TLS clients find api.<domain> and <port>-<id>.<domain> through the system resolver.
+if ((${#tls_tests[@]})); then
+  for name in "api.$tls_name" "49983-e2echeck.$tls_name"; do
+    addr=$(getent hosts "$name" | awk '{ print $1; exit }') || true
+    [[ $addr == ::1 || $addr == 127.* ]] ||
+      die "$name does not resolve to loopback (got '$addr'): install libnss-myhostname and put myhostname on the hosts: line of /etc/nsswitch.conf (tools/deps.sh does)"
+  done
+fi
 
 # 3. Rootfs (cached; progress goes to stderr, the path is the only stdout).
 rootfs=$("$repo/rootfs-builder/build-base.sh")
 [[ -d $rootfs ]] || die "build-base.sh printed no rootfs directory: '$rootfs'"
 
 # Something already on the fixed ports would receive every test request.
-for port in "$api_port" "$sandbox_port"; do
+for port in "$api_port" "$sandbox_port" "$tls_port"; do
   if [[ -n $(ss -Hltn "sport = :$port") ]]; then
     die "something already listens on port $port; stop it first"
   fi
@@ -88,10 +119,9 @@ done
 if ip link show "$bridge" >/dev/null 2>&1; then
   die "interface $bridge exists: another shim e2e run is active, or one left it (ip link del $bridge)"
 fi
-# The shim's iptables chains (COVE-INPUT, COVE-FORWARD, COVE-POSTROUTING) have fixed names and
-# `cove serve` rewrites them for its own bridge only: another shim on this host would lose its
-# sandboxes' firewall rules for as long as this run lasts (and this run's, if it restarts).
-other_rules=$( { iptables -w -S; iptables -w -t nat -S; } 2>/dev/null | grep -E '^-A COVE-' | grep -vE "\b$bridge\b|\b10\.89\." || true)
+# Each shim has its own iptables chains (COVE-IN/FWD/NAT-<bridge>), so other shims are no
+# concern; only a shim built before that shares the fixed-name chains this run would rewrite.
+other_rules=$( { iptables -w -S; iptables -w -t nat -S; } 2>/dev/null | grep -E '^-A COVE-(INPUT|FORWARD|POSTROUTING) ' | grep -vE "\b$bridge\b|\b10\.89\." || true)
 if [[ -n $other_rules ]]; then
   log "another shim's rules are in the shared COVE-* iptables chains:"
   # shellcheck disable=SC2001  # indent every line
@@ -249,12 +279,27 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# 5. Config and API keys.
-cat >"$COVE_CONFIG" <<EOF
-# Written by tests/e2e/shim/run.sh.
-api_listen = ["127.0.0.1:$api_port"]
-sandbox_listen = ["127.0.0.1:$sandbox_port"]
-domain = ""
+# 5. Config and API keys. One config per phase (see the header), same state.
+toml_list() {
+  local out="" a
+  for a in "$@"; do out+="${out:+, }\"$a\""; done
+  printf '[%s]' "$out"
+}
+write_config() {
+  local api=() sbx=() tls=() domain="" http2=true
+  case $1 in
+    plain) api=("127.0.0.1:$api_port") sbx=("127.0.0.1:$sandbox_port") ;;
+    tls-h2) tls=("127.0.0.1:$tls_port" "[::1]:$tls_port") domain=$tls_domain ;;
+    tls-h1) tls=("127.0.0.1:$tls_port" "[::1]:$tls_port") domain=$tls_domain http2=false ;;
+    *) die "write_config: unknown phase $1" ;;
+  esac
+  cat >"$COVE_CONFIG" <<EOF
+# Written by tests/e2e/shim/run.sh (phase $1).
+api_listen = $(toml_list "${api[@]}")
+sandbox_listen = $(toml_list "${sbx[@]}")
+tls_listen = $(toml_list "${tls[@]}")
+http2 = $http2
+domain = "$domain"
 state_dir = "$state"
 agent_path = "$agent"
 default_timeout_s = 300
@@ -270,6 +315,8 @@ cpu_count = 1
 memory_mb = 256
 disk_size_mb = 512
 EOF
+}
+if ((${#plain_tests[@]})); then write_config plain; else write_config tls-h2; fi
 
 new_key() {
   local key
@@ -324,11 +371,7 @@ until [[ -f $state/canary.port ]]; do
 done
 canary_port=$(<"$state/canary.port")
 
-# 7. The shim.
-shim_start || die "cove serve did not start"
-
-export E2B_API_URL=http://127.0.0.1:$api_port
-export E2B_SANDBOX_URL=http://127.0.0.1:$sandbox_port
+# 7. What every phase's tests get.
 export E2B_API_KEY COVE_OTHER_TEAM_KEY
 export COVE_SHIMCTL=$here/shimctl.sh
 export COVE_OUTSIDE_URL=http://$out_ns_addr:$out_port/
@@ -338,14 +381,69 @@ export COVE_BRIDGE_ADDR=$bridge_addr
 export COVE_HOST_CANARY_PORT=$canary_port
 export COVE_API_PORT=$api_port COVE_SANDBOX_PORT=$sandbox_port
 
-# 8. The tests, one file at a time.
-log "running ${#tests[@]} test files (state $state)"
-start=$SECONDS
-set +e
-timeout --kill-after=10 "$run_timeout" \
-  env -u E2B_DEBUG -u E2B_DOMAIN -u E2B_ACCESS_TOKEN \
-  node --test --test-reporter=tap --test-concurrency=1 --test-force-exit "${tests[@]}"
-status=$?
-set -e
-log "tests finished in $((SECONDS - start)) s with status $status"
+# 8. The phases. Each starts the shim with its config (after killing what the phase before left)
+# and runs its test files one at a time, in an environment with only its own E2B_* variables.
+start_phase() {
+  local phase=$1
+  if [[ -n $(shim_pid) ]]; then
+    kill_sandboxes || log "killing the sandboxes left before phase $phase failed"
+    shim_stop TERM 10
+  fi
+  write_config "$phase"
+  shim_start || die "cove serve did not start for phase $phase"
+}
+
+# run_phase NAME [VAR=VALUE...] -- FILE...
+run_phase() {
+  local name=$1 envs=() rc start
+  shift
+  while [[ $1 != -- ]]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  log "phase $name: running $# test files (state $state)"
+  start=$SECONDS
+  set +e
+  timeout --kill-after=10 "$run_timeout" \
+    env -u E2B_DEBUG -u E2B_DOMAIN -u E2B_ACCESS_TOKEN -u E2B_API_URL -u E2B_SANDBOX_URL \
+    -u NODE_EXTRA_CA_CERTS -u COVE_E2E_HTTP2 "${envs[@]}" \
+    node --test --test-reporter=tap --test-concurrency=1 --test-force-exit "$@"
+  rc=$?
+  set -e
+  log "phase $name: finished in $((SECONDS - start)) s with status $rc"
+  return "$rc"
+}
+
+status=0
+failed=()
+note_failure() {
+  ((status)) || status=$2
+  failed+=("$1")
+}
+if ((${#plain_tests[@]})); then
+  start_phase plain
+  rc=0
+  run_phase plain "E2B_API_URL=http://127.0.0.1:$api_port" "E2B_SANDBOX_URL=http://127.0.0.1:$sandbox_port" \
+    -- "${plain_tests[@]}" || rc=$?
+  ((rc == 0)) || note_failure plain "$rc"
+fi
+if ((${#tls_tests[@]})); then
+  for phase in tls-h2 tls-h1; do
+    start_phase "$phase"
+    # The shim makes its CA on the first TLS start; clients trust it through NODE_EXTRA_CA_CERTS.
+    grep -q 'BEGIN CERTIFICATE' "$state/ca.pem" 2>/dev/null || die "phase $phase: no CA certificate at $state/ca.pem"
+    http2=1
+    [[ $phase == tls-h1 ]] && http2=0
+    rc=0
+    run_phase "$phase" "E2B_DOMAIN=$tls_domain" "NODE_EXTRA_CA_CERTS=$state/ca.pem" "COVE_E2E_HTTP2=$http2" \
+      -- "${tls_tests[@]}" || rc=$?
+    ((rc == 0)) || note_failure "$phase" "$rc"
+  done
+fi
+if ((${#failed[@]})); then
+  log "FAILED phases: ${failed[*]}"
+else
+  log "all phases passed"
+fi
 exit "$status"

@@ -43,6 +43,13 @@ TEST(ForwardedHeaders, UpstreamHeadFraming) {
   chunked.insert("Transfer-Encoding", "chunked");
   EXPECT_EQ(upstream_request_head("POST", "/", chunked, BodyFraming::chunked),
             "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+  // The traffic token stops at the edge, in any spelling.
+  Fields guarded;
+  guarded.insert("Host", "h");
+  guarded.insert("E2B-Traffic-Access-Token", "secret");
+  guarded.insert("X-Keep", "1");
+  EXPECT_EQ(upstream_request_head("GET", "/", guarded, BodyFraming::none),
+            "GET / HTTP/1.1\r\nHost: h\r\nX-Keep: 1\r\nConnection: close\r\n\r\n");
 }
 
 }  // namespace cove::shim::edge
