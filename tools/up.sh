@@ -92,7 +92,8 @@ if [[ ! -e $config ]]; then
   mkdir -p "$(dirname "$config")"
   write_file "$config" 0644 <<EOF
 $marker on $(date -u +%F). make up never rewrites this file, except that it keeps
-# base_rootfs pointing at the current base build while it names one under /var/cache/cove/rootfs.
+# base_rootfs pointing at the current base build while it names one under /var/cache/cove/rootfs,
+# and agent_path at the agent of the checkout it runs from.
 # Every key, with its default: host-shim/config/cove.example.toml in the Cove repository.
 domain = "cove.localhost"
 tls_listen = ["127.0.0.1:443", "[::1]:443"]
@@ -121,6 +122,13 @@ if [[ $old_rootfs != "$rootfs" && $old_rootfs == /var/cache/cove/rootfs/base-* ]
   head -n 1 "$config" | grep -qF "$marker"; then
   sed "s|^base_rootfs = \"$old_rootfs\"\$|base_rootfs = \"$rootfs\"|" "$config" | write_file "$config" 0644
   log "base_rootfs in $config now names the current base build"
+fi
+# Likewise the agent: a config we wrote follows the checkout make up runs from (another clone,
+# or a moved one, must not leave it pointing at a binary that is gone or stale).
+old_agent=$(config_string agent_path "")
+if [[ $old_agent != "$agent" && $old_agent == */bin/cove-agent ]] && head -n 1 "$config" | grep -qF "$marker"; then
+  sed "s|^agent_path = \"$old_agent\"\$|agent_path = \"$agent\"|" "$config" | write_file "$config" 0644
+  log "agent_path in $config now names this checkout's agent"
 fi
 
 # 3. One shim per state directory: `cove serve` holds an flock on <state>/shim.lock.
