@@ -5,6 +5,7 @@
 #   files.write/read of 4 MiB and 4 KiB via the SDK vs. the same bytes over one HTTP request to a
 #   handler that writes them to disk (inside the sandbox); a 1 GiB streamed upload's throughput and
 #   the agent's peak RSS (FILES_RUNS, default 50; LARGE_MIB, default 1024)
+#   sandbox creation (bench/sandboxes.sh) and the TLS edge (bench/edge.sh), each with its own shim
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-500}
@@ -68,3 +69,8 @@ console.log(`agent RSS during it: ${s.agent_rss_before_kib} KiB before, ${s.agen
 
 # Sandbox creation (its own shim on 127.0.0.1:3100/3101, bridge cove-bench): latency, throughput, memory.
 bench/sandboxes.sh build
+
+# TLS edge (its own shim on 127.0.0.1:3100/3101 and :8543, bridge cove-bench, and its own agent on
+# localhost:49983, so ours goes first): commands.run overhead, 1 GiB download, idle streams.
+tests/e2e/sandbox.sh down "$state" >/dev/null
+bench/edge.sh build

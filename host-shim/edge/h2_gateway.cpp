@@ -432,6 +432,9 @@ net::awaitable<void> Connection::upload_pump(std::shared_ptr<Stream> stream) {
 net::awaitable<void> Connection::download_pump(std::shared_ptr<Stream> stream) {
   Socket& gateway = *stream->gateway;
   beast::flat_buffer buffer;
+  // Beast sizes each socket read by the buffer's free room: without room, a body arrives 512
+  // bytes per system call.
+  buffer.reserve(kResponsePiece);
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.header_limit(kResponseHeaderLimit);
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());

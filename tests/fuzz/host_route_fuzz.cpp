@@ -141,7 +141,13 @@ void check_all(std::string_view host, std::string_view id_header, std::string_vi
     CHECK(kind == HostKind::unknown);
     CHECK(!shared);
     CHECK(by_host.error == RouteError::invalid_host);
-    CHECK(routed.error == RouteError::invalid_host);
+    // Only the plain listener (no domain) routes on the headers alone, whatever the Host.
+    const bool headers_alone = domain.empty() && (!id_header.empty() || !port_header.empty());
+    if (headers_alone) {
+      CHECK(routed.error == by_headers.error && routed.sandbox_id == by_headers.sandbox_id);
+    } else {
+      CHECK(routed.error == RouteError::invalid_host);
+    }
   } else {
     CHECK(!host.empty() && host.size() <= 253 + 1 + 6 + 2);
     for (char c : host) {
@@ -170,11 +176,11 @@ void check_all(std::string_view host, std::string_view id_header, std::string_vi
     CHECK(decimal(port_header) == by_headers.port);
   }
 
-  // route_request is exactly: grammar, then headers on shared hosts (or everywhere without a
-  // domain), then the Host.
+  // route_request is exactly: without a domain, headers alone when there are any; otherwise
+  // grammar, then headers on shared hosts, then the Host.
   const bool has_headers = !id_header.empty() || !port_header.empty();
   if (routed.ok()) {
-    CHECK(valid);
+    CHECK(valid || (domain.empty() && has_headers));
     if (has_headers && (domain.empty() || shared)) {
       CHECK(routed.sandbox_id == by_headers.sandbox_id && routed.port == by_headers.port);
       CHECK(routed.sandbox_id == id_header);
