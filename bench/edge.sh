@@ -229,7 +229,7 @@ suite=$(curl -sv -o /dev/null --cacert "$state/ca.pem" "https://api.$domain/heal
 [[ -n $suite ]] || die "could not learn the TLS 1.3 suite the edge negotiates with curl"
 
 # ---- 1. commands.run('true') --------------------------------------------------------------------
-cmd_direct=null cmd_edge=null cmd_plain=null cmd_edge_h1=null download=null tls_runs=() streams_edge=null
+cmd_direct=null cmd_edge=null cmd_plain=null cmd_pair=null cmd_edge_h1=null download=null tls_runs=() streams_edge=null
 streams_plain=null streams_edge_h1=null streams_edge_mux=null
 want() { [[ $phases == *" $1 "* ]]; }
 if want commands; then
@@ -242,6 +242,9 @@ cmd_direct=$(env -u E2B_DOMAIN -u E2B_API_URL -u E2B_SANDBOX_URL E2B_DEBUG=true 
 log "1/3: commands.run('true') x $runs through the TLS edge (h2), then the plain-HTTP listeners"
 cmd_edge=$("${edge_env[@]}" node "$here/edge-commands.mjs" "$runs")
 cmd_plain=$("${plain_env[@]}" node "$here/edge-commands.mjs" "$runs")
+log "1/3: commands.run('true') x $runs, the TLS edge and the plain-HTTP listeners alternating on one sandbox"
+cmd_pair=$("${edge_env[@]}" COVE_PAIR_API_URL="http://127.0.0.1:$api_port" COVE_PAIR_SANDBOX_URL="http://127.0.0.1:$sandbox_port" \
+  node "$here/edge-commands.mjs" "$runs")
 fi
 
 # ---- 2. download ---------------------------------------------------------------------------------
@@ -304,8 +307,8 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 errors=$(grep -ciE 'error|exception|abort' "$state/shim.log" || true)
 
 node -e '
-  const [direct, edge, plain, edgeH1, dl, tlsRuns, sEdge, sPlain, sEdgeH1, suite, errors, loadStart, loadEnd, sEdgeMux] = process.argv.slice(1)
-  const d = JSON.parse(direct), e = JSON.parse(edge), p = JSON.parse(plain), eh1 = JSON.parse(edgeH1)
+  const [direct, edge, plain, edgeH1, dl, tlsRuns, sEdge, sPlain, sEdgeH1, suite, errors, loadStart, loadEnd, sEdgeMux, pairJson] = process.argv.slice(1)
+  const d = JSON.parse(direct), e = JSON.parse(edge), p = JSON.parse(plain), eh1 = JSON.parse(edgeH1), pr = JSON.parse(pairJson)
   const j = JSON.parse(dl), se = JSON.parse(sEdge), sp = JSON.parse(sPlain), sh1 = JSON.parse(sEdgeH1), sm = JSON.parse(sEdgeMux)
   const f = (x, n = 3) => Number(x).toFixed(n)
   const row = (name, v, base, unit, n = 3) =>
@@ -317,6 +320,10 @@ node -e '
   console.log(`edge overhead at p50: ${f(e.p50_ms - d.p50_ms)} ms (target ≤ 1 ms)`)
   row("plain-HTTP listeners p50", p.p50_ms, d.p50_ms, "ms")
   console.log(`  TLS + h2 share (edge − plain-HTTP listeners) at p50: ${f(e.p50_ms - p.p50_ms)} ms`)
+  if (pr) {
+    row("alternating: edge (h2) p50", pr.p50_ms, pr.pair_p50_ms, "ms")
+    console.log(`  edge share, alternating runs on one sandbox (median of edge − plain per pair): ${f(pr.paired_difference_p50_ms)} ms (target ≤ 1 ms; baseline = the same sandbox through the plain-HTTP listeners)`)
+  }
   if (eh1) {
     row("edge, http2 = false, p50", eh1.p50_ms, d.p50_ms, "ms")
     console.log(`  edge overhead at p50 over HTTP/1.1: ${f(eh1.p50_ms - d.p50_ms)} ms`)
@@ -344,7 +351,7 @@ node -e '
   console.log(`load average (1/5/15 min) at the start ${loadStart}, at the end ${loadEnd} on ${require("os").cpus().length} CPUs: figures from a busy host are noisy`)
   if (+errors) console.log(`NOTE: the shim log has ${errors} lines mentioning error/exception/abort (see the run log)`)
 ' "$cmd_direct" "$cmd_edge" "$cmd_plain" "$cmd_edge_h1" "$download" "${tls_runs[*]}" \
-  "$streams_edge" "$streams_plain" "$streams_edge_h1" "$suite" "$errors" "$load_start" "$load_end" "$streams_edge_mux"
+  "$streams_edge" "$streams_plain" "$streams_edge_h1" "$suite" "$errors" "$load_start" "$load_end" "$streams_edge_mux" "$cmd_pair"
 if ((errors)); then
   log "---- shim log lines mentioning error/exception/abort (first 20)"
   grep -iE 'error|exception|abort' "$state/shim.log" | head -n 20 >&2
