@@ -16,7 +16,7 @@
 namespace cove::shim::edge {
 namespace {
 constexpr size_t kFromClientPiece = 16 * 1024;   // one TLS record
-constexpr size_t kToClientPiece = 64 * 1024;     // OpenSSL cuts it into records
+constexpr size_t kToClientPiece = 256 * 1024;    // OpenSSL cuts it into records
 
 struct Inbound {
   explicit Inbound(const net::any_io_executor& ex) : finished(ex) {}

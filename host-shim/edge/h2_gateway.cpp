@@ -34,8 +34,8 @@ namespace bhttp = boost::beast::http;
 using http::Socket;
 
 constexpr size_t kReadPiece = 16 * 1024;
-constexpr size_t kWriteBatch = 64 * 1024;
-constexpr size_t kResponsePiece = 64 * 1024;
+constexpr size_t kWriteBatch = 256 * 1024;
+constexpr size_t kResponsePiece = 256 * 1024;
 constexpr size_t kResponseHeaderLimit = 64 * 1024;
 // A connection with no streams and no frames for this long is closed (as the HTTP/1.1 loop's
 // idle timeout; longer than E2B's proxy idle timeout of 620 s).

@@ -15,7 +15,7 @@ struct Http2Limits {
   uint32_t max_concurrent_streams = 1000;
   int32_t stream_window = 1 << 20;       // request bytes in flight per stream
   int32_t connection_window = 16 << 20;  // and per connection
-  size_t response_buffer = 256 * 1024;   // response bytes held per stream before reading pauses
+  size_t response_buffer = 512 * 1024;   // response bytes held per stream before reading pauses
   size_t header_list_limit = 64 * 1024;  // request header bytes per stream
 };
 

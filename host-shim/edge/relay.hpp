@@ -24,7 +24,7 @@ enum class RelayOutcome {
 };
 
 struct RelayOptions {
-  size_t piece = 64 * 1024;  // bytes per read, each direction
+  size_t piece = 256 * 1024;  // bytes per read, each direction (untouched until used)
 };
 
 // Runs on the exchange's executor (one thread). On any outcome but `completed` and
