@@ -7,6 +7,8 @@
 #include "api/requests.hpp"
 #include "api/responses.hpp"
 #include "api/routes.hpp"
+#include "api/template_requests.hpp"
+#include "rootfs-builder/build_plan.hpp"
 
 namespace cove::shim::api {
 namespace {
@@ -59,8 +61,13 @@ class ControlPlane {
       co_await ex.respond(200, "text/plain; charset=utf-8", "Health check successful");
       co_return;
     }
+    if (match.endpoint == Endpoint::template_upload) {
+      // The SDK PUTs to the link `files` returned, without its API key: the token is the credential.
+      co_await upload(ex, match, QueryString(ex.query()));
+      co_return;
+    }
     const std::string team = authenticate(ex);
-    if (match.endpoint == Endpoint::unimplemented) {
+    if (match.endpoint == Endpoint::unimplemented || (is_build_endpoint(match.endpoint) && !options_.builds)) {
       throw ApiError(501, std::string(ex.method()) + " " + match.pattern + " is not implemented");
     }
     const QueryString query(ex.query());
@@ -155,23 +162,152 @@ class ControlPlane {
       }
       case Endpoint::templates: {
         json items = json::array();
-        for (const auto& t : lifecycle_.templates()) items.push_back(template_json(t));
+        auto all = options_.builds ? options_.builds->list(team) : lifecycle_.templates();
+        for (const auto& t : all) items.push_back(template_json(t));
         co_await respond_json(ex, 200, items);
         co_return;
       }
       case Endpoint::template_alias: {
         auto alias = path_unescape(match.params.at(0));
         if (!alias) throw bad_request("Invalid template alias");
-        auto found = lifecycle_.template_by_alias(*alias);
+        std::optional<Template> found;
+        if (options_.builds) {
+          auto [visibility, tpl] = options_.builds->alias(team, *alias);
+          // Template.exists reads 403 as "exists, not yours".
+          if (visibility == AliasVisibility::forbidden) throw ApiError(403, "You don't have access to this template");
+          found = tpl;
+        } else {
+          found = lifecycle_.template_by_alias(*alias);
+        }
         if (!found) throw ApiError(404, "Template alias not found");
         json out = template_alias_json(*found);
         co_await respond_json(ex, 200, out);
         co_return;
       }
+      case Endpoint::template_register: {
+        std::string body = co_await read_body(ex);
+        TemplateRegistration registration = parse_template_registration(body);
+        json out = registered_build_json(options_.builds->register_template(team, registration));
+        co_await respond_json(ex, 202, out);
+        co_return;
+      }
+      case Endpoint::template_files: {
+        std::string tpl = segment(match, 0);
+        std::string hash = segment(match, 1);
+        UploadLink link = options_.builds->files(team, tpl, hash);
+        json out{{"present", link.present}};
+        if (!link.present) out["url"] = public_base(ex) + link.upload_target;
+        co_await respond_json(ex, 201, out);
+        co_return;
+      }
+      case Endpoint::build_start: {
+        std::string tpl = segment(match, 0);
+        std::string build = segment(match, 1);
+        std::string body = co_await read_body(ex);
+        builder::BuildPlan plan;
+        try {
+          plan = builder::parse_build_plan(body);
+        } catch (const builder::BuildPlanError& e) {
+          throw bad_request(e.what());
+        }
+        options_.builds->start_build(team, tpl, build, std::move(plan));
+        // An empty 202 with Content-Length: 0 (openapi-fetch parses any other empty 2xx as JSON).
+        co_await ex.respond(202, "", "");
+        co_return;
+      }
+      case Endpoint::build_status: {
+        std::string tpl = segment(match, 0);
+        std::string build = segment(match, 1);
+        size_t offset = 0;
+        if (auto raw = query.get("logsOffset")) {
+          try {
+            size_t used = 0;
+            long long v = std::stoll(*raw, &used);
+            if (used != raw->size() || v < 0) throw std::invalid_argument("negative");
+            offset = static_cast<size_t>(v);
+          } catch (const std::exception&) {
+            throw bad_request("logsOffset must be a non-negative integer");
+          }
+        }
+        json out = build_status_json(options_.builds->status(team, tpl, build, offset));
+        co_await respond_json(ex, 200, out);
+        co_return;
+      }
+      case Endpoint::template_delete: {
+        std::string tpl = segment(match, 0);
+        options_.builds->remove(team, tpl);
+        co_await ex.respond(204, "", "");
+        co_return;
+      }
+      case Endpoint::tags_assign: {
+        std::string body = co_await read_body(ex);
+        auto [target, tags] = parse_tags_assignment(body);
+        auto [build, assigned] = options_.builds->assign_tags(team, target, tags);
+        json out{{"buildID", build}, {"tags", assigned}};
+        co_await respond_json(ex, 201, out);
+        co_return;
+      }
+      case Endpoint::tags_remove: {
+        std::string body = co_await read_body(ex);
+        auto [name, tags] = parse_tags_removal(body);
+        options_.builds->remove_tags(team, name, tags);
+        co_await ex.respond(204, "", "");
+        co_return;
+      }
+      case Endpoint::tags_list: {
+        std::string tpl = segment(match, 0);
+        json out = template_tags_json(options_.builds->tags(team, tpl));
+        co_await respond_json(ex, 200, out);
+        co_return;
+      }
+      case Endpoint::template_upload:
       case Endpoint::health:
       case Endpoint::unimplemented:
         break;  // answered above
     }
+  }
+
+  static bool is_build_endpoint(Endpoint e) {
+    switch (e) {
+      case Endpoint::template_register:
+      case Endpoint::template_delete:
+      case Endpoint::template_files:
+      case Endpoint::template_upload:
+      case Endpoint::build_start:
+      case Endpoint::build_status:
+      case Endpoint::tags_assign:
+      case Endpoint::tags_remove:
+      case Endpoint::tags_list:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  static std::string segment(const RouteMatch& match, size_t i) {
+    auto value = path_unescape(match.params.at(i));
+    if (!value || value->empty() || value->size() > 256) throw bad_request("Invalid path parameter");
+    return *value;
+  }
+
+  // Where clients reach this API: https://api.<domain> through the edge, else the Host they used.
+  std::string public_base(const http::Exchange& ex) const {
+    std::string host(ex.header("Host"));
+    if (!options_.domain.empty() && host == "api." + options_.domain) return "https://" + host;
+    return "http://" + host;
+  }
+
+  net::awaitable<void> upload(http::Exchange& ex, const RouteMatch& match, const QueryString& query) {
+    if (!options_.builds) throw ApiError(501, "PUT " + match.pattern + " is not implemented");
+    std::string tpl = segment(match, 0);
+    std::string hash = segment(match, 1);
+    std::string token = query.get("token").value_or("");
+    // Named: GCC 12 destroys temporaries in a co_await operand twice.
+    std::function<net::awaitable<size_t>(char*, size_t)> read_some = [&ex](char* data, size_t capacity) {
+      return ex.read_body_some(data, capacity);
+    };
+    co_await options_.builds->upload(tpl, hash, token, read_some);
+    co_await ex.respond(201, "", "");
   }
 
   std::string authenticate(const http::Exchange& ex) {

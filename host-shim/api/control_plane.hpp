@@ -8,6 +8,7 @@
 
 #include "http/server.hpp"
 #include "lifecycle/lifecycle.hpp"
+#include "lifecycle/template_builds.hpp"
 
 namespace cove::shim::api {
 
@@ -17,6 +18,7 @@ struct ControlPlaneOptions {
   // Timeout for a v1 create that omits it (E2B's is 15 s). nullopt: the lifecycle's configured default.
   std::optional<int64_t> v1_default_timeout_s;
   std::string client_id = "6532622b";         // the deprecated `clientID` every sandbox reports
+  TemplateBuilds* builds = nullptr;           // template builds; null → those endpoints answer 501
 };
 
 // The handler keeps a reference to `lifecycle`, which must outlive it.

@@ -26,6 +26,15 @@ enum class Endpoint {
   metrics_many,
   templates,
   template_alias,
+  template_register,  // POST /v3/templates
+  template_delete,
+  template_files,
+  template_upload,    // Cove's own: the upload link `files` hands out (token, no API key)
+  build_start,
+  build_status,
+  tags_assign,
+  tags_remove,
+  tags_list,
   unimplemented,
 };
 

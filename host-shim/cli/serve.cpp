@@ -27,6 +27,7 @@
 #include "edge/tls_context.hpp"
 #include "http/server.hpp"
 #include "lifecycle/sandbox_manager.hpp"
+#include "lifecycle/template_service.hpp"
 #include "runtime/container/container_runtime.hpp"
 #include "runtime/container/network.hpp"
 
@@ -112,8 +113,15 @@ int serve(const Config& config) {
   say("reconciled: " + std::to_string(report.recovered) + " running, " + std::to_string(report.lost) +
       " gone, " + std::to_string(report.orphans) + " orphans removed");
 
+  TemplateServiceOptions build_options;
+  build_options.state_dir = config.state_dir;
+  build_options.envd_version = prepared.envd_version;
+  build_options.agent_port = options.agent_port;
+  TemplateService template_builds(io.get_executor(), *store, manager, tokens, build_options);
+
   api::ControlPlaneOptions api_options;
   api_options.domain = config.domain;
+  api_options.builds = &template_builds;
   auto control_plane = api::make_control_plane(manager, api_options);
   edge::ProxyOptions proxy_options;
   auto proxy = edge::make_sandbox_proxy(manager, proxy_options);

@@ -33,7 +33,15 @@ struct CreateRequest {
   bool auto_pause = false;
   bool auto_resume = false;
   std::string network_json = "null";     // echoed back in SandboxDetail.network
+  // Template builds only (never from the API): start from these layers instead of the
+  // template's, keep the writable layer in `changes_dir` (see SandboxSpec), skip the template's
+  // start command.
+  std::optional<std::vector<std::string>> build_layers;
+  std::string changes_dir;
 };
+
+// Build sandboxes belong to this team: no API key maps to it, so no client lists or reaches them.
+inline constexpr std::string_view kBuilderTeam = "builder";
 
 // A sandbox as the API shows it: the record plus what is derived from it.
 struct SandboxView {

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "auth/api_keys.hpp"
+#include "lifecycle/start_command.hpp"
 #include "lifecycle/agent_client.hpp"
 #include "lifecycle/blocking.hpp"
 #include "lifecycle/page_token.hpp"
@@ -205,10 +206,59 @@ void SandboxManager::release(Lease* lease, const std::string& id) {
   if (it != live_.end()) it->second.leases.erase(lease);
 }
 
+std::optional<Template> SandboxManager::startable_template(const std::string& team_id, const std::string& ref) {
+  // "name:tag" names a tagged build of the template.
+  std::string name = ref;
+  std::string tag;
+  if (auto colon = ref.find(':'); colon != std::string::npos) {
+    name = ref.substr(0, colon);
+    tag = ref.substr(colon + 1);
+  }
+  auto tpl = store_.template_by_id_or_alias(name);
+  // Built-in templates (no team) serve everyone; a team's own only that team (and its builds).
+  if (!tpl || (!tpl->is_public && !tpl->team_id.empty() && tpl->team_id != team_id && team_id != kBuilderTeam)) {
+    return std::nullopt;
+  }
+  if (!tag.empty()) {
+    std::string build_id;
+    for (const auto& t : store_.tags(tpl->id)) {
+      if (t.tag == tag) build_id = t.build_id;
+    }
+    auto build = build_id.empty() ? std::nullopt : store_.build(tpl->id, build_id);
+    if (!build || build->status != BuildStatus::ready) return std::nullopt;
+    Template tagged = build->result;
+    tagged.id = tpl->id;
+    tagged.aliases = tpl->aliases;
+    tagged.team_id = tpl->team_id;
+    tagged.build_id = build_id;
+    tagged.is_public = tpl->is_public;
+    return tagged;
+  }
+  return tpl;
+}
+
+bool SandboxManager::template_in_use(const std::string& template_id) const {
+  for (const auto& [id, entry] : live_) {
+    if (entry.record.template_id == template_id && entry.record.team_id != kBuilderTeam &&
+        entry.record.state != SandboxState::killed) {
+      return true;
+    }
+  }
+  return false;
+}
+
 net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRequest request) {
-  auto tpl = store_.template_by_id_or_alias(request.template_ref);
+  auto tpl = startable_template(team_id, request.template_ref);
   if (!tpl) {
-    throw LifecycleError(LifecycleErrc::not_found, "template '" + request.template_ref + "' not found");
+    throw LifecycleError(LifecycleErrc::not_found, "template '" + request.template_ref.substr(0, 200) + "' not found");
+  }
+  if (request.build_layers) {
+    tpl->layers = *request.build_layers;
+    tpl->start_cmd.clear();
+  }
+  if (tpl->layers.empty()) {
+    throw LifecycleError(LifecycleErrc::not_found,
+                         "template '" + request.template_ref.substr(0, 200) + "' has no finished build");
   }
   int64_t timeout = checked_timeout(request.timeout_s.value_or(options_.default_timeout_s));
   if (static_cast<int>(live_.size()) >= options_.max_sandboxes) {
@@ -264,10 +314,16 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
   spec.pids_max = options_.pids_max;
   spec.allow_internet_access = rec.allow_internet_access;
   spec.agent_port = options_.agent_port;
+  spec.changes_dir = request.changes_dir;
 
   AgentInit init;
-  init.env_vars = rec.env_vars;
+  for (const auto& [k, v] : tpl->env) init.env_vars[k] = v;  // the template's ENV, under the request's
+  for (const auto& [k, v] : rec.env_vars) init.env_vars[k] = v;
   if (rec.secure) init.access_token = tokens_.envd_access_token(id);
+  init.default_user = tpl->user.empty() ? "user" : tpl->user;
+  init.default_workdir = !tpl->workdir.empty() ? tpl->workdir
+                         : init.default_user == "root" ? "/root"
+                                                       : "/home/" + init.default_user;
 
   std::exception_ptr failure;
   try {
@@ -275,6 +331,12 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
     co_await run_blocking(pool_, std::move(start));
     if (live_.at(id).record.generation == generation) {
       co_await initialise_agent(runtime_, id, options_.agent_port, init, options_.ready_limit);
+      if (!tpl->start_cmd.empty() && live_.at(id).record.generation == generation) {
+        StartCommand start{tpl->start_cmd, tpl->ready_cmd, init.default_user, init.default_workdir, {},
+                           init.access_token};
+        for (const auto& kv : init.env_vars) start.env.push_back(kv);
+        co_await run_start_command(runtime_, id, options_.agent_port, start, options_.start_ready_limit);
+      }
     }
   } catch (...) {
     failure = std::current_exception();
@@ -290,6 +352,9 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
       if (failure) {
         try {
           std::rethrow_exception(failure);
+        } catch (const StartCommandError& e) {
+          log_line("create " + id + " failed: " + e.what());
+          throw LifecycleError(LifecycleErrc::internal, std::string("Failed to start the sandbox: ") + e.what());
         } catch (const std::exception& e) {
           log_line("create " + id + " failed: " + e.what());
         }

@@ -31,6 +31,7 @@ struct ManagerOptions {
   uint16_t agent_port = 49983;
   std::vector<std::string> extra_layers;   // placed above every template's layers (the agent)
   std::chrono::milliseconds ready_limit{10000};
+  std::chrono::milliseconds start_ready_limit{50000};  // a template's ready command must pass within it
   std::chrono::milliseconds reaper_interval{100};
   std::chrono::milliseconds metrics_interval{5000};
   size_t worker_threads = 8;
@@ -77,6 +78,11 @@ class SandboxManager final : public Lifecycle {
   std::optional<std::string> team_for_api_key(const std::string& key) override;
 
   size_t live_count() const { return live_.size(); }
+  // The template `ref` ("name", "id" or "name:tag") as `team_id` may start it; nullopt if it
+  // does not exist for that team.
+  std::optional<Template> startable_template(const std::string& team_id, const std::string& ref);
+  // Whether a sandbox of any team (build sandboxes aside) from this template is alive.
+  bool template_in_use(const std::string& template_id) const;
 
  private:
   class Lease;

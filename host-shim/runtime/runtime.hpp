@@ -34,6 +34,11 @@ struct SandboxSpec {
   int pids_max = 4096;
   bool allow_internet_access = true;
   uint16_t agent_port = 49983;      // the agent's own port (HTTP after the handshake)
+  // Template builds: an empty host directory that becomes the sandbox's writable layer instead of
+  // a private disk. destroy() leaves it behind holding the sandbox's changes as an overlay upper
+  // layer in `<changes_dir>/upper` (whiteouts, opaque dirs), owned by the ids seen inside the
+  // sandbox: ready to be stacked as a read-only layer. The disk size is not enforced then.
+  std::string changes_dir;
 };
 
 struct SandboxStats {

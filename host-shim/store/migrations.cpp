@@ -68,6 +68,30 @@ CREATE TABLE sandboxes (
 CREATE INDEX sandboxes_team_started ON sandboxes(team_id, started_at DESC, id DESC);
 CREATE INDEX sandboxes_state ON sandboxes(state);
 )sql",
+    // 2: template builds — owners and start settings on templates, builds with their logs, tags.
+    R"sql(
+ALTER TABLE templates ADD COLUMN team_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE templates ADD COLUMN start_json TEXT NOT NULL DEFAULT '{}';
+CREATE TABLE template_builds (
+  template_id TEXT NOT NULL REFERENCES templates(id) ON DELETE CASCADE,
+  build_id    TEXT NOT NULL,
+  status      TEXT NOT NULL,
+  result      TEXT NOT NULL,
+  reason      TEXT NOT NULL,
+  reason_step TEXT NOT NULL,
+  logs        TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  finished_at INTEGER NOT NULL,
+  PRIMARY KEY (template_id, build_id)
+);
+CREATE TABLE template_tags (
+  template_id TEXT NOT NULL REFERENCES templates(id) ON DELETE CASCADE,
+  tag         TEXT NOT NULL,
+  build_id    TEXT NOT NULL,
+  created_at  INTEGER NOT NULL,
+  PRIMARY KEY (template_id, tag)
+);
+)sql",
 };
 
 }  // namespace

@@ -14,6 +14,12 @@ constexpr std::array<std::pair<SandboxState, std::string_view>, 7> kStateNames{{
     {SandboxState::killing, "killing"},
     {SandboxState::killed, "killed"},
 }};
+constexpr std::array<std::pair<BuildStatus, std::string_view>, 4> kBuildStatusNames{{
+    {BuildStatus::waiting, "waiting"},
+    {BuildStatus::building, "building"},
+    {BuildStatus::ready, "ready"},
+    {BuildStatus::error, "error"},
+}};
 }  // namespace
 
 std::string_view to_string(SandboxState state) {
@@ -25,6 +31,20 @@ std::string_view to_string(SandboxState state) {
 
 std::optional<SandboxState> parse_sandbox_state(std::string_view text) {
   for (auto& [s, name] : kStateNames) {
+    if (name == text) return s;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(BuildStatus status) {
+  for (auto& [s, name] : kBuildStatusNames) {
+    if (s == status) return name;
+  }
+  return "unknown";
+}
+
+std::optional<BuildStatus> parse_build_status(std::string_view text) {
+  for (auto& [s, name] : kBuildStatusNames) {
     if (name == text) return s;
   }
   return std::nullopt;

@@ -32,18 +32,57 @@ struct ApiKey {
   TimePoint created_at{};
 };
 
+// A template as sandboxes start it: the stack of layers of its latest ready build plus how its
+// start command runs. Built-in templates have no team and are public.
 struct Template {
   std::string id;                   // "base"
   std::vector<std::string> aliases; // names that resolve to it ("base")
-  std::string build_id;
+  std::string team_id;              // owner; empty for built-in templates
+  std::string build_id;             // the build sandboxes start from (empty: never built)
   int cpu_count = 2;
   int memory_mb = 512;
   int disk_size_mb = 2048;
   std::string envd_version;         // what `cove-agent -version` printed when it was registered
   std::vector<std::string> layers;  // read-only root filesystem layers, uppermost first (host dirs)
+  std::string start_cmd;            // run in the background at create ("" = none)
+  std::string ready_cmd;            // create answers once it exits 0 ("" = at once)
+  std::vector<std::pair<std::string, std::string>> env;  // ENV steps, in order
+  std::string workdir;              // default working directory ("" = the user's home)
+  std::string user;                 // default user ("" = "user")
   bool is_public = false;
   TimePoint created_at{};
   TimePoint updated_at{};
+};
+
+enum class BuildStatus { waiting, building, ready, error };
+std::string_view to_string(BuildStatus status);
+std::optional<BuildStatus> parse_build_status(std::string_view text);
+
+struct BuildLogEntry {
+  TimePoint timestamp{};
+  std::string level;                // debug | info | warn | error
+  std::string message;
+  std::string step;                 // "base", "<index>", "finalize" or ""
+};
+
+// One build of a template. Once ready, `result` is what the template (or a tag) starts.
+struct TemplateBuild {
+  std::string template_id;
+  std::string build_id;
+  BuildStatus status = BuildStatus::waiting;
+  Template result;                  // layers and start settings (meaningful when ready)
+  std::string reason;               // why it failed
+  std::string reason_step;
+  std::vector<BuildLogEntry> logs;
+  TimePoint created_at{};
+  TimePoint finished_at{};
+};
+
+struct TemplateTag {
+  std::string template_id;
+  std::string tag;
+  std::string build_id;
+  TimePoint created_at{};
 };
 
 struct SandboxRecord {

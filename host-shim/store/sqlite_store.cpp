@@ -47,7 +47,81 @@ struct Use {
 };
 
 constexpr const char* kTemplateColumns =
-    "id, build_id, cpu_count, memory_mb, disk_size_mb, envd_version, layers, is_public, created_at, updated_at";
+    "id, build_id, cpu_count, memory_mb, disk_size_mb, envd_version, layers, is_public, created_at, updated_at, "
+    "team_id, start_json";
+constexpr const char* kBuildColumns =
+    "template_id, build_id, status, result, reason, reason_step, logs, created_at, finished_at";
+
+// How a template's sandboxes start, as one JSON value (it only ever travels whole).
+nlohmann::json start_settings(const Template& t) {
+  return {{"startCmd", t.start_cmd}, {"readyCmd", t.ready_cmd}, {"env", t.env}, {"workdir", t.workdir},
+          {"user", t.user}};
+}
+void read_start_settings(const nlohmann::json& j, Template& t) {
+  t.start_cmd = j.value("startCmd", "");
+  t.ready_cmd = j.value("readyCmd", "");
+  t.env = j.value("env", std::vector<std::pair<std::string, std::string>>{});
+  t.workdir = j.value("workdir", "");
+  t.user = j.value("user", "");
+}
+
+// A build's result: everything of a template that a build decides.
+std::string build_result_json(const Template& t) {
+  nlohmann::json j = start_settings(t);
+  j["layers"] = t.layers;
+  j["cpuCount"] = t.cpu_count;
+  j["memoryMB"] = t.memory_mb;
+  j["diskSizeMB"] = t.disk_size_mb;
+  j["envdVersion"] = t.envd_version;
+  try {
+    return j.dump();
+  } catch (const nlohmann::json::exception&) {
+    throw StoreError("a template build result is not valid UTF-8");
+  }
+}
+Template read_build_result(const std::string& text) {
+  Template t;
+  try {
+    auto j = nlohmann::json::parse(text);
+    read_start_settings(j, t);
+    t.layers = j.value("layers", std::vector<std::string>{});
+    t.cpu_count = j.value("cpuCount", 2);
+    t.memory_mb = j.value("memoryMB", 512);
+    t.disk_size_mb = j.value("diskSizeMB", 2048);
+    t.envd_version = j.value("envdVersion", "");
+  } catch (const nlohmann::json::exception&) {
+    throw StoreError("state database: a stored template build is corrupt");
+  }
+  return t;
+}
+
+std::string logs_json(const std::vector<BuildLogEntry>& logs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : logs) {
+    out.push_back({{"t", std::chrono::duration_cast<std::chrono::nanoseconds>(e.timestamp.time_since_epoch()).count()},
+                   {"level", e.level},
+                   {"message", e.message},
+                   {"step", e.step}});
+  }
+  // Command output may be anything: invalid UTF-8 is replaced, never refused.
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+std::vector<BuildLogEntry> read_logs(const std::string& text) {
+  std::vector<BuildLogEntry> out;
+  try {
+    for (const auto& j : nlohmann::json::parse(text)) {
+      BuildLogEntry e;
+      e.timestamp = TimePoint(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(j.at("t").get<int64_t>())));
+      e.level = j.at("level").get<std::string>();
+      e.message = j.at("message").get<std::string>();
+      e.step = j.at("step").get<std::string>();
+      out.push_back(std::move(e));
+    }
+  } catch (const nlohmann::json::exception&) {
+    throw StoreError("state database: stored build logs are corrupt");
+  }
+  return out;
+}
 
 #define COVE_SANDBOX_COLUMNS                                                                          \
   "id, team_id, template_id, alias, state, generation, started_at, end_at, metadata, env_vars, "      \
@@ -123,6 +197,8 @@ class SqliteStore final : public Store {
       st.bind(8, int64_t{tpl.is_public});
       st.bind(9, to_ns(tpl.created_at));
       st.bind(10, to_ns(tpl.updated_at));
+      st.bind(11, tpl.team_id);
+      st.bind(12, start_settings(tpl).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
       st.run();
     }
     {
@@ -171,6 +247,90 @@ class SqliteStore final : public Store {
       while (all_templates_->step()) out.push_back(read_template(*all_templates_));
     }
     for (auto& tpl : out) tpl.aliases = aliases_of(tpl.id);
+    return out;
+  }
+
+  bool delete_template(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    Use use(*delete_template_);
+    delete_template_->bind(1, id);
+    delete_template_->run();  // aliases, builds and tags go by ON DELETE CASCADE
+    return conn_.changes() == 1;
+  }
+
+  void upsert_build(const TemplateBuild& b) override {
+    std::lock_guard lock(mu_);
+    Use use(*upsert_build_);
+    auto& st = *upsert_build_;
+    st.bind(1, b.template_id);
+    st.bind(2, b.build_id);
+    st.bind(3, std::string(to_string(b.status)));
+    st.bind(4, build_result_json(b.result));
+    st.bind(5, b.reason);
+    st.bind(6, b.reason_step);
+    st.bind(7, logs_json(b.logs));
+    st.bind(8, to_ns(b.created_at));
+    st.bind(9, to_ns(b.finished_at));
+    st.run();
+  }
+
+  std::optional<TemplateBuild> build(std::string_view template_id, std::string_view build_id) override {
+    std::lock_guard lock(mu_);
+    Use use(*build_by_id_);
+    auto& st = *build_by_id_;
+    st.bind(1, template_id);
+    st.bind(2, build_id);
+    if (!st.step()) return std::nullopt;
+    TemplateBuild b;
+    b.template_id = st.text(0);
+    b.build_id = st.text(1);
+    auto status = parse_build_status(st.text(2));
+    if (!status) throw StoreError("state database: a template build has an unknown status");
+    b.status = *status;
+    b.result = read_build_result(st.text(3));
+    b.reason = st.text(4);
+    b.reason_step = st.text(5);
+    b.logs = read_logs(st.text(6));
+    b.created_at = from_ns(st.integer(7));
+    b.finished_at = from_ns(st.integer(8));
+    return b;
+  }
+
+  void set_tag(const TemplateTag& tag) override {
+    std::lock_guard lock(mu_);
+    Use use(*set_tag_);
+    set_tag_->bind(1, tag.template_id);
+    set_tag_->bind(2, tag.tag);
+    set_tag_->bind(3, tag.build_id);
+    set_tag_->bind(4, to_ns(tag.created_at));
+    set_tag_->run();
+  }
+
+  bool remove_tag(std::string_view template_id, std::string_view tag) override {
+    std::lock_guard lock(mu_);
+    Use use(*remove_tag_);
+    remove_tag_->bind(1, template_id);
+    remove_tag_->bind(2, tag);
+    remove_tag_->run();
+    return conn_.changes() == 1;
+  }
+
+  std::vector<TemplateTag> tags(std::string_view template_id) override {
+    std::lock_guard lock(mu_);
+    std::vector<TemplateTag> out;
+    Use use(*tags_of_);
+    tags_of_->bind(1, template_id);
+    while (tags_of_->step()) {
+      out.push_back({tags_of_->text(0), tags_of_->text(1), tags_of_->text(2), from_ns(tags_of_->integer(3))});
+    }
+    return out;
+  }
+
+  std::vector<std::string> layers_in_use() override {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    Use use(*layers_in_use_);
+    while (layers_in_use_->step()) out.push_back(layers_in_use_->text(0));
     return out;
   }
 
@@ -255,12 +415,30 @@ class SqliteStore final : public Store {
     team_for_key_ = make("SELECT team_id FROM api_keys WHERE hash = ?1");
     // created_at keeps its first value: re-registering a template at every start is an update.
     upsert_template_ = make(std::string("INSERT INTO templates (") + kTemplateColumns +
-                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
                             "ON CONFLICT (id) DO UPDATE SET build_id = excluded.build_id, "
                             "cpu_count = excluded.cpu_count, memory_mb = excluded.memory_mb, "
                             "disk_size_mb = excluded.disk_size_mb, envd_version = excluded.envd_version, "
                             "layers = excluded.layers, is_public = excluded.is_public, "
-                            "updated_at = excluded.updated_at");
+                            "updated_at = excluded.updated_at, team_id = excluded.team_id, "
+                            "start_json = excluded.start_json");
+    delete_template_ = make("DELETE FROM templates WHERE id = ?1");
+    upsert_build_ = make(std::string("INSERT INTO template_builds (") + kBuildColumns +
+                         ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (template_id, build_id) DO UPDATE "
+                         "SET status = excluded.status, result = excluded.result, reason = excluded.reason, "
+                         "reason_step = excluded.reason_step, logs = excluded.logs, "
+                         "finished_at = excluded.finished_at");
+    build_by_id_ = make(std::string("SELECT ") + kBuildColumns +
+                        " FROM template_builds WHERE template_id = ?1 AND build_id = ?2");
+    set_tag_ = make("INSERT INTO template_tags (template_id, tag, build_id, created_at) VALUES (?1, ?2, ?3, ?4) "
+                    "ON CONFLICT (template_id, tag) DO UPDATE SET build_id = excluded.build_id, "
+                    "created_at = excluded.created_at");
+    remove_tag_ = make("DELETE FROM template_tags WHERE template_id = ?1 AND tag = ?2");
+    tags_of_ = make("SELECT template_id, tag, build_id, created_at FROM template_tags WHERE template_id = ?1 "
+                    "ORDER BY created_at, tag");
+    layers_in_use_ = make("SELECT value FROM templates, json_each(templates.layers) UNION "
+                          "SELECT value FROM template_builds, json_each(template_builds.result, '$.layers') "
+                          "WHERE template_builds.status IN ('ready', 'building', 'waiting')");
     delete_aliases_ = make("DELETE FROM template_aliases WHERE template_id = ?1");
     alias_owner_ = make("SELECT template_id FROM template_aliases WHERE alias = ?1");
     insert_alias_ = make("INSERT INTO template_aliases (alias, template_id, position) VALUES (?1, ?2, ?3)");
@@ -324,6 +502,12 @@ class SqliteStore final : public Store {
     t.is_public = st.integer(7) != 0;
     t.created_at = from_ns(st.integer(8));
     t.updated_at = from_ns(st.integer(9));
+    t.team_id = st.text(10);
+    try {
+      read_start_settings(nlohmann::json::parse(st.text(11)), t);
+    } catch (const nlohmann::json::exception&) {
+      throw StoreError("state database: stored template start settings are corrupt");
+    }
     return t;
   }
 
@@ -390,7 +574,8 @@ class SqliteStore final : public Store {
   sqlite::Connection conn_;
   std::unique_ptr<Statement> team_by_name_, team_by_id_, insert_team_, insert_key_, team_for_key_,
       upsert_template_, delete_aliases_, alias_owner_, insert_alias_, aliases_of_, template_by_id_,
-      all_templates_, insert_sandbox_, update_sandbox_, sandbox_by_id_, live_sandboxes_, list_sandboxes_,
+      all_templates_, delete_template_, upsert_build_, build_by_id_, set_tag_, remove_tag_, tags_of_,
+      layers_in_use_, insert_sandbox_, update_sandbox_, sandbox_by_id_, live_sandboxes_, list_sandboxes_,
       purge_;
 };
 

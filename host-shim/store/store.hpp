@@ -31,6 +31,17 @@ class Store {
   virtual void upsert_template(const Template& tpl) = 0;
   virtual std::optional<Template> template_by_id_or_alias(std::string_view id_or_alias) = 0;
   virtual std::vector<Template> templates() = 0;
+  // Forgets the template with its aliases, builds and tags; false if it did not exist.
+  virtual bool delete_template(std::string_view id) = 0;
+
+  // Template builds (with their logs) and tags, which name a ready build.
+  virtual void upsert_build(const TemplateBuild& build) = 0;
+  virtual std::optional<TemplateBuild> build(std::string_view template_id, std::string_view build_id) = 0;
+  virtual void set_tag(const TemplateTag& tag) = 0;
+  virtual bool remove_tag(std::string_view template_id, std::string_view tag) = 0;
+  virtual std::vector<TemplateTag> tags(std::string_view template_id) = 0;
+  // Every layer some template or ready build still uses (what layer cleanup must keep).
+  virtual std::vector<std::string> layers_in_use() = 0;
 
   // Sandboxes. insert fails (StoreError) on a duplicate id.
   virtual void insert_sandbox(const SandboxRecord& rec) = 0;

@@ -20,6 +20,7 @@
 #include <climits>
 #include <thread>
 
+#include "runtime/container/changes_layer.hpp"
 #include "runtime/container/host_channel.hpp"
 #include "runtime/container/host_files.hpp"
 #include "runtime/container/idmap.hpp"
@@ -222,10 +223,16 @@ void ContainerRuntime::start(const SandboxSpec& spec) {
   record.internet = spec.allow_internet_access;
   record.cpu_count = spec.cpu_count;
   record.layers = spec.layers;
+  record.changes_dir = spec.changes_dir;
+  record.id_base = host_base_for_slot(spec.slot);
+  record.id_count = kIdRangeSize;
+  if (!spec.changes_dir.empty() && (spec.changes_dir[0] != '/' || !is_directory(spec.changes_dir))) {
+    throw RuntimeError("the changes directory is missing");
+  }
   try {
     record.cgroups = plan_cgroups(cgroup_layout_, spec.id);
     save_instance(dir + "/instance.json", record);
-    copy_sparse(images_.empty_image(spec.disk_size_mb), dir + "/disk.img");
+    if (spec.changes_dir.empty()) copy_sparse(images_.empty_image(spec.disk_size_mb), dir + "/disk.img");
     launch(spec, record);
     int pidfd = pidfd_open(record.pid, 0);
     if (pidfd < 0) throw_errno("pidfd_open");
@@ -269,6 +276,7 @@ void ContainerRuntime::launch(const SandboxSpec& spec, InstanceRecord& record) {
     ls.prefix_length = network_.prefix_length();
   }
   ls.agent_port = spec.agent_port;
+  ls.changes_dir = spec.changes_dir;
   std::string json = to_json(ls);
 
   int spec_pipe[2], report_pipe[2];
@@ -479,6 +487,10 @@ void ContainerRuntime::cleanup(const std::string& id, const std::optional<Instan
       if (std::chrono::steady_clock::now() >= deadline) throw RuntimeError("sandbox disk is still attached");
       std::this_thread::sleep_for(pause);
     }
+  }
+  if (record && !record->changes_dir.empty() && record->id_count > 0) {
+    // Nothing runs in the sandbox any more: its writable layer can be handed over.
+    hand_over_changes(record->changes_dir, record->id_base, record->id_count);
   }
   try {
     remove_tree(dir);

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -168,9 +169,17 @@ Launched launch(const LaunchSpec& spec) {
     if (userns < 0) throw_errno("open user namespace");
 
     make_dir(kDisk, 0700);
-    LoopDevice loop = attach_loop("disk.img");
-    mount_disk(loop.path(), kDisk);
-    close(loop.fd);  // the mount holds the device now; autoclear once it is gone
+    int loop_number = -1;
+    if (spec.changes_dir.empty()) {
+      LoopDevice loop = attach_loop("disk.img");
+      mount_disk(loop.path(), kDisk);
+      close(loop.fd);  // the mount holds the device now; autoclear once it is gone
+      loop_number = loop.number;
+    } else {
+      // A build: the writable layer is a host dir the shim keeps (bound here, in our private
+      // mount namespace, so the sandbox's mountinfo shows the same relative paths as ever).
+      if (mount(spec.changes_dir.c_str(), kDisk, nullptr, MS_BIND, nullptr) != 0) throw_errno("bind changes dir");
+    }
     for (const char* d : {"disk/upper", "disk/work"}) {
       make_dir(d, 0755);
       if (chown(d, spec.id_base, spec.id_base) != 0) throw_errno("chown upper");
@@ -194,7 +203,7 @@ Launched launch(const LaunchSpec& spec) {
     std::string error = read_all(errors[0]);  // EOF = the agent was exec'd
     close(errors[0]);
     if (!error.empty()) throw std::runtime_error(error);
-    return {pid, loop.number};
+    return {pid, loop_number};
   } catch (...) {
     kill(pid, SIGKILL);
     throw;

@@ -23,6 +23,9 @@ std::string to_json(const InstanceRecord& r) {
             {"internet", r.internet},
             {"cpu_count", r.cpu_count},
             {"layers", r.layers},
+            {"changes_dir", r.changes_dir},
+            {"id_base", r.id_base},
+            {"id_count", r.id_count},
             {"cgroups",
              {{"v2", r.cgroups.v2},
               {"unified", r.cgroups.unified},
@@ -46,6 +49,9 @@ InstanceRecord instance_from_json(std::string_view text) {
     j.at("internet").get_to(r.internet);
     j.at("cpu_count").get_to(r.cpu_count);
     j.at("layers").get_to(r.layers);
+    r.changes_dir = j.value("changes_dir", "");
+    r.id_base = j.value("id_base", 0u);
+    r.id_count = j.value("id_count", 0u);
     const json& c = j.at("cgroups");
     c.at("v2").get_to(r.cgroups.v2);
     c.at("unified").get_to(r.cgroups.unified);

@@ -23,6 +23,9 @@ struct InstanceRecord {
   int cpu_count = 0;             // for stats
   CgroupPlan cgroups;
   std::vector<std::string> layers;
+  std::string changes_dir;       // SandboxSpec::changes_dir, handed over at destroy
+  uint32_t id_base = 0;          // host id of the sandbox's root (to hand changes_dir back unshifted)
+  uint32_t id_count = 0;
 };
 
 std::string to_json(const InstanceRecord& record);

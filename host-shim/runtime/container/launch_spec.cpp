@@ -39,6 +39,7 @@ std::string to_json(const LaunchSpec& s) {
       {"agent_path", s.agent_path},
       {"agent_port", s.agent_port},
       {"agent_socket", s.agent_socket},
+      {"changes_dir", s.changes_dir},
   };
   return j.dump();
 }
@@ -75,6 +76,7 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
     j.at("agent_path").get_to(s.agent_path);
     j.at("agent_port").get_to(s.agent_port);
     j.at("agent_socket").get_to(s.agent_socket);
+    s.changes_dir = j.value("changes_dir", "");
     if (s.id.empty() || s.sandbox_dir.empty() || s.layers.empty() || s.id_count == 0) {
       throw std::invalid_argument("launch spec: id, sandbox_dir, layers and id_count are required");
     }
@@ -108,7 +110,7 @@ std::optional<LaunchReport> parse_launch_report(std::string_view line) {
   auto [p1, e1] = std::from_chars(line.data(), end, r.pid);
   if (e1 != std::errc() || r.pid <= 0 || p1 == end || *p1 != ' ') return std::nullopt;
   auto [p2, e2] = std::from_chars(p1 + 1, end, r.loop);
-  if (e2 != std::errc() || p2 != end || r.loop < 0) return std::nullopt;
+  if (e2 != std::errc() || p2 != end || r.loop < -1) return std::nullopt;  // -1: no disk (a build)
   r.ok = true;
   return r;
 }

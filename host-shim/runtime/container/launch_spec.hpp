@@ -31,13 +31,15 @@ struct LaunchSpec {
   std::string agent_path = "/usr/local/bin/cove-agent";
   uint16_t agent_port = 49983;
   std::string agent_socket = "/run/cove/agent.sock";
+  std::string changes_dir;          // non-empty: the writable layer lives here, not on disk.img
 };
 
 std::string to_json(const LaunchSpec& spec);
 // Throws std::invalid_argument on malformed JSON or missing/ill-typed fields.
 LaunchSpec launch_spec_from_json(std::string_view text);
 
-// The launcher's answer: "OK <pid> <loop number>\n" or "ERROR <message>\n".
+// The launcher's answer: "OK <pid> <loop number>\n" (-1: no disk image, a build sandbox) or
+// "ERROR <message>\n".
 struct LaunchReport {
   bool ok = false;
   pid_t pid = 0;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "api/routes.hpp"
 
 namespace cove::shim::api {
@@ -46,14 +48,31 @@ TEST(Routes, KnownButUnimplementedPaths) {
   for (auto [method, path] : std::vector<std::pair<const char*, const char*>>{
            {"POST", "/sandboxes/abc/pause"}, {"POST", "/sandboxes/abc/fork"},
            {"POST", "/sandboxes/abc/snapshots"}, {"PUT", "/sandboxes/abc/network"},
-           {"GET", "/snapshots"}, {"POST", "/v3/templates"}, {"DELETE", "/templates/snap1"},
-           {"GET", "/templates/t1/builds/b1/status"}, {"POST", "/v2/templates/t1/builds/b1"},
-           {"GET", "/templates/t1/files/abcd"}, {"POST", "/templates/tags"}, {"GET", "/volumes"},
-           {"GET", "/v2/sandboxes/abc/logs"}}) {
+           {"GET", "/snapshots"}, {"POST", "/templates/t1/builds/b1"}, {"PATCH", "/templates/t1"},
+           {"GET", "/templates/t1/builds/b1/logs"}, {"GET", "/volumes"}, {"GET", "/v2/sandboxes/abc/logs"}}) {
     auto m = match_route(method, path);
     EXPECT_EQ(m.kind, Kind::found) << method << " " << path;
     EXPECT_EQ(m.endpoint, Endpoint::unimplemented) << method << " " << path;
   }
+}
+
+TEST(Routes, TemplateBuildApi) {
+  for (auto [method, path, endpoint] : std::vector<std::tuple<const char*, const char*, Endpoint>>{
+           {"POST", "/v3/templates", Endpoint::template_register},
+           {"DELETE", "/templates/t1", Endpoint::template_delete},
+           {"GET", "/templates/t1/files/abcd", Endpoint::template_files},
+           {"PUT", "/templates/t1/files/abcd/upload", Endpoint::template_upload},
+           {"POST", "/v2/templates/t1/builds/b1", Endpoint::build_start},
+           {"GET", "/templates/t1/builds/b1/status", Endpoint::build_status},
+           {"POST", "/templates/tags", Endpoint::tags_assign},
+           {"DELETE", "/templates/tags", Endpoint::tags_remove},
+           {"GET", "/templates/t1/tags", Endpoint::tags_list}}) {
+    auto m = match_route(method, path);
+    EXPECT_EQ(m.kind, Kind::found) << method << " " << path;
+    EXPECT_EQ(m.endpoint, endpoint) << method << " " << path;
+  }
+  // "tags" is a literal segment, not a template id.
+  EXPECT_EQ(match_route("DELETE", "/templates/tags").endpoint, Endpoint::tags_remove);
 }
 
 TEST(Routes, WrongMethodListsTheAllowedOnes) {

@@ -65,6 +65,17 @@ class FakeStore final : public Store {
     for (auto& [id, t] : templates_) out.push_back(t);
     return out;
   }
+  bool delete_template(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    return templates_.erase(std::string(id)) == 1;
+  }
+  // Builds and tags belong to the template service, which has its own tests on the real store.
+  void upsert_build(const TemplateBuild&) override {}
+  std::optional<TemplateBuild> build(std::string_view, std::string_view) override { return std::nullopt; }
+  void set_tag(const TemplateTag&) override {}
+  bool remove_tag(std::string_view, std::string_view) override { return false; }
+  std::vector<TemplateTag> tags(std::string_view) override { return {}; }
+  std::vector<std::string> layers_in_use() override { return {}; }
   void insert_sandbox(const SandboxRecord& rec) override {
     std::lock_guard lock(mu_);
     if (sandboxes_.count(rec.id)) throw StoreError("duplicate sandbox");

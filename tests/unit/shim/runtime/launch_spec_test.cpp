@@ -78,6 +78,9 @@ TEST(LaunchReport, ParsesOkAndError) {
   EXPECT_TRUE(ok->ok);
   EXPECT_EQ(ok->pid, 4242);
   EXPECT_EQ(ok->loop, 7);
+  auto build = parse_launch_report(format_launch_ok(4242, -1));  // a build sandbox has no disk
+  ASSERT_TRUE(build);
+  EXPECT_EQ(build->loop, -1);
 
   auto err = parse_launch_report(format_launch_error("mount overlay: Invalid argument\nsecond line"));
   ASSERT_TRUE(err);
@@ -92,6 +95,7 @@ TEST(LaunchReport, RejectsTruncatedOrGarbage) {
   EXPECT_FALSE(parse_launch_report("OK 0 1\n"));
   EXPECT_FALSE(parse_launch_report("OK -5 1\n"));
   EXPECT_FALSE(parse_launch_report("OK 12 x\n"));
+  EXPECT_FALSE(parse_launch_report("OK 12 -2\n"));
   EXPECT_FALSE(parse_launch_report("OK 12 3 4\n"));
   EXPECT_FALSE(parse_launch_report("HELLO\n"));
 }

@@ -443,6 +443,104 @@ TEST_F(SqliteStoreTest, AnAliasBelongsToOneTemplate) {
   EXPECT_EQ(store->template_by_id_or_alias("shared")->id, "a");
 }
 
+TEST_F(SqliteStoreTest, TemplateStartSettingsAndOwnerRoundTrip) {
+  auto store = open();
+  Template t;
+  t.id = "tpl1";
+  t.team_id = "team_x";
+  t.start_cmd = "python3 -m http.server 3000";
+  t.ready_cmd = "curl -sf localhost:3000";
+  t.env = {{"B", "two words"}, {"A", "1"}};
+  t.workdir = "/app";
+  t.user = "user";
+  store->upsert_template(t);
+  auto got = store->template_by_id_or_alias("tpl1");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->team_id, "team_x");
+  EXPECT_EQ(got->start_cmd, t.start_cmd);
+  EXPECT_EQ(got->ready_cmd, t.ready_cmd);
+  EXPECT_EQ(got->env, t.env);  // order kept: later ENV steps may refer to earlier ones
+  EXPECT_EQ(got->workdir, "/app");
+  EXPECT_EQ(got->user, "user");
+}
+
+TEST_F(SqliteStoreTest, BuildsKeepResultLogsAndReason) {
+  auto store = open();
+  Template t;
+  t.id = "tpl";
+  store->upsert_template(t);
+  TemplateBuild b;
+  b.template_id = "tpl";
+  b.build_id = "b1";
+  b.status = BuildStatus::building;
+  b.created_at = at(5);
+  b.logs = {{at(6), "info", "[1/2] RUN true", "1"}, {at(7), "error", std::string("bad \xff byte"), "2"}};
+  store->upsert_build(b);
+  b.status = BuildStatus::error;
+  b.reason = "step 2 failed: exit status 3";
+  b.reason_step = "2";
+  b.result.layers = {"/l/2", "/l/1"};
+  b.result.start_cmd = "srv";
+  b.result.env = {{"A", "1"}};
+  b.result.cpu_count = 3;
+  b.finished_at = at(9);
+  store->upsert_build(b);
+  auto got = store->build("tpl", "b1");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->status, BuildStatus::error);
+  EXPECT_EQ(got->reason, b.reason);
+  EXPECT_EQ(got->reason_step, "2");
+  EXPECT_EQ(got->result.layers, b.result.layers);
+  EXPECT_EQ(got->result.start_cmd, "srv");
+  EXPECT_EQ(got->result.env, b.result.env);
+  EXPECT_EQ(got->result.cpu_count, 3);
+  EXPECT_EQ(got->created_at, at(5));
+  EXPECT_EQ(got->finished_at, at(9));
+  ASSERT_EQ(got->logs.size(), 2u);
+  EXPECT_EQ(got->logs[0].message, "[1/2] RUN true");
+  EXPECT_EQ(got->logs[0].timestamp, at(6));
+  EXPECT_EQ(got->logs[1].level, "error");
+  EXPECT_EQ(got->logs[1].step, "2");
+  EXPECT_NE(got->logs[1].message.find("bad "), std::string::npos);  // invalid UTF-8 replaced, kept
+  EXPECT_FALSE(store->build("tpl", "b2"));
+  EXPECT_FALSE(store->build("other", "b1"));
+}
+
+TEST_F(SqliteStoreTest, TagsNameBuildsAndGoWithTheirTemplate) {
+  auto store = open();
+  Template t;
+  t.id = "tpl";
+  t.aliases = {"my-tpl"};
+  t.layers = {"/l/a"};
+  store->upsert_template(t);
+  TemplateBuild b;
+  b.template_id = "tpl";
+  b.build_id = "b1";
+  b.status = BuildStatus::ready;
+  b.result.layers = {"/l/b", "/l/a"};
+  store->upsert_build(b);
+  store->set_tag({"tpl", "v1", "b1", at(1)});
+  store->set_tag({"tpl", "prod", "b1", at(2)});
+  store->set_tag({"tpl", "v1", "b1", at(3)});  // re-tagging moves it, no duplicate
+  auto tags = store->tags("tpl");
+  ASSERT_EQ(tags.size(), 2u);
+  EXPECT_EQ(tags[0].tag, "prod");
+  EXPECT_EQ(tags[1].tag, "v1");
+  EXPECT_EQ(tags[1].build_id, "b1");
+  EXPECT_TRUE(store->remove_tag("tpl", "prod"));
+  EXPECT_FALSE(store->remove_tag("tpl", "prod"));
+  auto in_use = store->layers_in_use();
+  std::sort(in_use.begin(), in_use.end());
+  EXPECT_EQ(in_use, (std::vector<std::string>{"/l/a", "/l/b"}));
+
+  EXPECT_TRUE(store->delete_template("tpl"));
+  EXPECT_FALSE(store->delete_template("tpl"));
+  EXPECT_FALSE(store->template_by_id_or_alias("my-tpl"));
+  EXPECT_FALSE(store->build("tpl", "b1"));
+  EXPECT_TRUE(store->tags("tpl").empty());
+  EXPECT_TRUE(store->layers_in_use().empty());
+}
+
 TEST_F(SqliteStoreTest, TwoConnectionsShareTheDatabase) {
   auto writer = open();
   auto reader = open();
