@@ -1,22 +1,27 @@
 // cove: the host shim's command line.
 //   cove serve   [--config FILE]                 run the control plane, data plane and sandboxes
 //   cove key create --team NAME [--config FILE]  print a new API key for the team (shown once)
+//   cove token create --team NAME [--config FILE]  print a new access token (the CLI's E2B_ACCESS_TOKEN), once
 //   cove sandbox list | kill ID [--config FILE]  every team's live sandboxes, through the admin socket
 //   cove template list [--config FILE]
+//   cove template build DIR [--config FILE]      build DIR/template.json as a built-in template
 //   cove network down [--config FILE]            remove the bridge and firewall chains (no sandboxes left)
 //   cove version
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "auth/access_tokens.hpp"
 #include "auth/api_keys.hpp"
 #include "cli/admin.hpp"
 #include "cli/serve.hpp"
+#include "cli/template_build.hpp"
 #include "config/config.hpp"
 #include "runtime/container/network.hpp"
 #include "store/store.hpp"
@@ -30,9 +35,11 @@ int usage() {
   std::fputs(
       "usage: cove serve [--config FILE]\n"
       "       cove key create --team NAME [--config FILE]\n"
+      "       cove token create --team NAME [--config FILE]\n"
       "       cove sandbox list [--config FILE]\n"
       "       cove sandbox kill ID [--config FILE]\n"
       "       cove template list [--config FILE]\n"
+      "       cove template build DIR [--config FILE]\n"
       "       cove network down [--config FILE]\n"
       "       cove version\n",
       stderr);
@@ -74,21 +81,34 @@ Config config_from(const Args& args) {
   return parse_config("");
 }
 
-int key_create(const Config& config, const std::string& team_name) {
+// Prints a new team credential once on stdout (the store keeps only what `add` stores: its hash
+// and mask) and names its mask and team on stderr. The team is made on first use.
+int issue_credential(const Config& config, const std::string& team_name, const char* what,
+                     const std::string& secret, const std::string& mask,
+                     const std::function<void(Store&, const std::string& team_id)>& add) {
   std::filesystem::create_directories(config.state_dir);
   auto store = open_sqlite_store(config.state_dir + "/cove.db");
   Team team = store->ensure_team(team_name);
-  std::string key = generate_api_key();
-  ApiKey record;
-  record.hash = hash_api_key(key);
-  record.team_id = team.id;
-  record.mask = mask_api_key(key);
-  record.created_at = Clock::now();
-  store->add_api_key(record);
-  std::printf("%s\n", key.c_str());
-  std::fprintf(stderr, "cove: key %s for team '%s' (%s); it is not shown again\n", record.mask.c_str(),
+  add(*store, team.id);
+  std::printf("%s\n", secret.c_str());
+  std::fprintf(stderr, "cove: %s %s for team '%s' (%s); it is not shown again\n", what, mask.c_str(),
                team.name.c_str(), team.id.c_str());
   return 0;
+}
+
+int key_create(const Config& config, const std::string& team_name) {
+  std::string key = generate_api_key();
+  return issue_credential(config, team_name, "key", key, mask_api_key(key), [&](Store& store, const std::string& team) {
+    store.add_api_key(ApiKey{hash_api_key(key), team, mask_api_key(key), Clock::now()});
+  });
+}
+
+int token_create(const Config& config, const std::string& team_name) {
+  std::string token = generate_access_token();
+  return issue_credential(
+      config, team_name, "access token", token, mask_access_token(token), [&](Store& store, const std::string& team) {
+        store.add_access_token(AccessToken{hash_access_token(token), team, mask_access_token(token), Clock::now()});
+      });
 }
 
 int sandbox_list(const Config& config) {
@@ -148,9 +168,15 @@ int main(int argc, char** argv) {
       if (team == args->options.end() || team->second.empty()) return usage();
       return key_create(config, team->second);
     }
+    if (w[0] == "token" && w.size() == 2 && w[1] == "create") {
+      auto team = args->options.find("team");
+      if (team == args->options.end() || team->second.empty()) return usage();
+      return token_create(config, team->second);
+    }
     if (w[0] == "sandbox" && w.size() == 2 && w[1] == "list") return sandbox_list(config);
     if (w[0] == "sandbox" && w.size() == 3 && w[1] == "kill") return sandbox_kill(config, w[2]);
     if (w[0] == "template" && w.size() == 2 && w[1] == "list") return template_list(config);
+    if (w[0] == "template" && w.size() == 3 && w[1] == "build") return template_build(config, w[2]);
     if (w[0] == "network" && w.size() == 2 && w[1] == "down") {
       container::NetworkConfig network_config;
       network_config.bridge = config.bridge;

@@ -127,21 +127,27 @@ bool valid_files_hash(std::string_view hash) {
   return true;
 }
 
-BuildPlan parse_build_plan(std::string_view text) {
+namespace {
+
+json parse_object(std::string_view text, const char* what) {
   json j;
   try {
     j = json::parse(text);
   } catch (const json::exception&) {
-    throw BuildPlanError("the build request is not valid JSON");
+    throw BuildPlanError(std::string(what) + " is not valid JSON");
   }
-  if (!j.is_object()) throw BuildPlanError("the build request must be a JSON object");
+  if (!j.is_object()) throw BuildPlanError(std::string(what) + " must be a JSON object");
+  return j;
+}
+
+BuildPlan plan_from(const json& j, bool allow_debian) {
   BuildPlan plan;
   plan.from_template = optional_string(j, "fromTemplate", "build");
   plan.from_image = optional_string(j, "fromImage", "build");
-  if (!plan.from_template.empty() && !plan.from_image.empty()) {
-    throw BuildPlanError("give fromTemplate or fromImage, not both");
-  }
-  if (plan.from_template.empty() && plan.from_image.empty()) plan.from_template = "base";
+  if (allow_debian) plan.from_debian = optional_string(j, "fromDebian", "build");
+  int sources = !plan.from_template.empty() + !plan.from_image.empty() + !plan.from_debian.empty();
+  if (sources > 1) throw BuildPlanError("give one of fromTemplate, fromImage" + std::string(allow_debian ? " or fromDebian" : ""));
+  if (sources == 0) plan.from_template = "base";
   if (j.contains("fromImageRegistry") && !j["fromImageRegistry"].is_null()) {
     const auto& r = j["fromImageRegistry"];
     if (!r.is_object()) throw BuildPlanError("fromImageRegistry must be an object");
@@ -159,6 +165,30 @@ BuildPlan parse_build_plan(std::string_view text) {
     for (size_t i = 0; i < j["steps"].size(); ++i) plan.steps.push_back(parse_step(j["steps"][i], i));
   }
   return plan;
+}
+
+int resource(const json& j, const char* key, int fallback, int low, int high) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_number_integer()) throw BuildPlanError(std::string("'") + key + "' must be an integer");
+  auto v = j[key].get<int64_t>();
+  if (v < low || v > high) throw BuildPlanError(std::string("'") + key + "' is out of range");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+BuildPlan parse_build_plan(std::string_view text) { return plan_from(parse_object(text, "the build request"), false); }
+
+TemplateDefinition parse_template_definition(std::string_view text) {
+  json j = parse_object(text, "the template definition");
+  TemplateDefinition def;
+  def.name = optional_string(j, "name", "definition");
+  if (def.name.empty()) throw BuildPlanError("the template definition needs a 'name'");
+  def.cpu_count = resource(j, "cpuCount", def.cpu_count, 1, 64);
+  def.memory_mb = resource(j, "memoryMB", def.memory_mb, 128, 262144);
+  def.disk_size_mb = resource(j, "diskSizeMB", def.disk_size_mb, 256, 1048576);
+  def.plan = plan_from(j, true);
+  return def;
 }
 
 std::string describe(const Step& step) {

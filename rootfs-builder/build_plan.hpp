@@ -31,8 +31,9 @@ struct RegistryCredentials {
 };
 
 struct BuildPlan {
-  std::string from_template;  // exactly one of these two is set (default: from_template "base")
+  std::string from_template;  // exactly one of these three is set (default: from_template "base")
   std::string from_image;
+  std::string from_debian;    // a Debian suite (built-in definitions only, not the build API)
   std::optional<RegistryCredentials> registry;
   bool force = false;         // skipCache: every step rebuilds
   std::string start_cmd;
@@ -42,6 +43,17 @@ struct BuildPlan {
 
 // Throws BuildPlanError with a message fit for the client (it never echoes long values).
 BuildPlan parse_build_plan(std::string_view json);
+
+// A built-in template's definition (templates/<name>/template.json): the build API's request
+// plus the template's name and resources, and `fromDebian` as a source.
+struct TemplateDefinition {
+  std::string name;
+  int cpu_count = 2;
+  int memory_mb = 512;
+  int disk_size_mb = 2048;
+  BuildPlan plan;
+};
+TemplateDefinition parse_template_definition(std::string_view json);
 
 // "RUN apt-get install -y curl" — how logs and errors name a step.
 std::string describe(const Step& step);

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -125,7 +127,12 @@ struct PaxRecords {
   std::optional<std::string> path, linkpath;
   std::optional<uint64_t> size;
   std::optional<int64_t> mtime;
+  std::optional<uint64_t> uid, gid;
+  std::vector<std::pair<std::string, std::string>> xattrs;
 };
+
+constexpr std::string_view kXattrPrefix = "SCHILY.xattr.";
+constexpr uint64_t kMaxId = 0xfffffffe;  // (uint32_t)-1 means "unchanged" to chown
 
 // Records are "<len> <key>=<value>\n", len counting the whole record.
 PaxRecords parse_pax(const std::string& body, const std::string& what) {
@@ -147,8 +154,13 @@ PaxRecords parse_pax(const std::string& body, const std::string& what) {
     else if (key == "linkpath") r.linkpath = value;
     else if (key == "size") r.size = parse_decimal(value, what, "size");
     else if (key == "mtime") r.mtime = parse_pax_time(value, what);
+    else if (key == "uid") r.uid = parse_decimal(value, what, "uid");
+    else if (key == "gid") r.gid = parse_decimal(value, what, "gid");
+    else if (key.rfind(kXattrPrefix, 0) == 0 && key.size() > kXattrPrefix.size()) {
+      r.xattrs.emplace_back(key.substr(kXattrPrefix.size()), value);
+    }
     else if (key.rfind("GNU.sparse.", 0) == 0) throw TarError(what + ": sparse files are not supported");
-    // uid/gid/uname/gname/atime/ctime/charset/comment and vendor keys do not matter here.
+    // uname/gname/atime/ctime/charset/comment and vendor keys do not matter here.
     pos += len;
   }
   return r;
@@ -302,7 +314,7 @@ std::string normalise_member_path(const std::string& raw, const std::string& wha
   return out;
 }
 
-TarReader::TarReader(const std::string& archive_path) {
+TarReader::TarReader(const std::string& archive_path, SpecialFiles special) : special_(special) {
   const int fd = ::open(archive_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw TarError("cannot open the archive: " + errno_text(errno));
   struct stat st {};
@@ -429,9 +441,18 @@ std::optional<TarEntry> TarReader::next() {
       case '1': e.type = EntryType::hardlink; break;
       case '2': e.type = EntryType::symlink; break;
       case '5': e.type = EntryType::directory; break;
-      case '3': throw TarError(what + ": character devices are not allowed");
-      case '4': throw TarError(what + ": block devices are not allowed");
-      case '6': throw TarError(what + ": fifos are not allowed");
+      case '3':
+        if (special_ != SpecialFiles::report) throw TarError(what + ": character devices are not allowed");
+        e.type = EntryType::char_device;
+        break;
+      case '4':
+        if (special_ != SpecialFiles::report) throw TarError(what + ": block devices are not allowed");
+        e.type = EntryType::block_device;
+        break;
+      case '6':
+        if (special_ != SpecialFiles::report) throw TarError(what + ": fifos are not allowed");
+        e.type = EntryType::fifo;
+        break;
       case 'S': throw TarError(what + ": sparse files are not supported");
       default: {
         const auto c = static_cast<unsigned char>(type);
@@ -445,6 +466,19 @@ std::optional<TarEntry> TarReader::next() {
     e.path = normalise_member_path(name, what);
     e.mode = static_cast<uint32_t>(number(block, 100, 8, "mode", what)) & 07777;
     e.mtime = pax.mtime ? *pax.mtime : number(block, 136, 12, "mtime", what);
+    const int64_t header_uid = number(block, 108, 8, "uid", what), header_gid = number(block, 116, 8, "gid", what);
+    const uint64_t uid = pax.uid ? *pax.uid : static_cast<uint64_t>(header_uid);
+    const uint64_t gid = pax.gid ? *pax.gid : static_cast<uint64_t>(header_gid);
+    if (header_uid < 0 || header_gid < 0 || uid > kMaxId || gid > kMaxId) throw TarError(what + ": owner id out of range");
+    e.uid = static_cast<uint32_t>(uid);
+    e.gid = static_cast<uint32_t>(gid);
+    if (e.type == EntryType::char_device || e.type == EntryType::block_device) {
+      const int64_t major = number(block, 329, 8, "devmajor", what), minor = number(block, 337, 8, "devminor", what);
+      if (major < 0 || minor < 0 || major > 0xfff || minor > 0xfffff) throw TarError(what + ": device number out of range");
+      e.dev_major = static_cast<uint32_t>(major);
+      e.dev_minor = static_cast<uint32_t>(minor);
+    }
+    e.xattrs = std::move(pax.xattrs);
     if (e.type == EntryType::file) e.size = size;
     if (e.type == EntryType::symlink) {
       if (link.empty()) throw TarError(what + ": symlink without a target");
@@ -524,9 +558,14 @@ std::vector<std::string> split(const std::string& rel) {
   return parts;
 }
 
+bool xattr_allowed(const std::string& name) {
+  return (name.rfind("user.", 0) == 0 && name.size() > 5) || name == "security.capability";
+}
+
 class Extractor {
  public:
-  Extractor(int root, ExtractOwner owner) : root_(root), owner_(owner) {}
+  Extractor(int root, std::optional<ExtractOwner> owner, const ExtractPolicy& policy)
+      : root_(root), owner_(owner), policy_(policy) {}
 
   void directory(const TarEntry& e, const std::string& dest, const std::string& what) {
     if (dest.empty()) return;  // the destination itself: merged, left as it is
@@ -537,9 +576,27 @@ class Extractor {
     } else {
       make_room(p, what);
       if (::mkdirat(p.at(root_), p.name.c_str(), 0700) != 0) fail(what, "cannot create the directory", errno);
-      chown_at(p, what);
+      chown_at(p, e, what);
     }
-    deferred_dirs_.push_back({dest, e.mode, e.mtime});
+    if (policy_.xattrs && !e.xattrs.empty()) {
+      Fd dir(::openat(p.at(root_), p.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (dir.get() < 0) fail(what, "cannot open the directory", errno);
+      set_xattrs(dir.get(), e, what);
+    }
+    // Archived owners also apply to a directory met earlier as an implied parent.
+    deferred_dirs_.push_back({dest, e.mode, e.mtime, !owner_, e.uid, e.gid});
+  }
+
+  void fifo(const TarEntry& e, const std::string& dest, const std::string& what) {
+    if (!policy_.fifos) throw TarError(what + ": fifos are not allowed");
+    Parent p = parent_of(dest, what);
+    make_room(p, what);
+    if (::mkfifoat(p.at(root_), p.name.c_str(), 0600) != 0) fail(what, "cannot create the fifo", errno);
+    chown_at(p, e, what);
+    // No symlink can stand here: the fifo was just made in a directory opened without following links.
+    if (::fchmodat(p.at(root_), p.name.c_str(), e.mode, 0) != 0) fail(what, "cannot set the mode", errno);
+    const struct timespec times[2] = {{e.mtime, 0}, {e.mtime, 0}};
+    (void)::utimensat(p.at(root_), p.name.c_str(), times, AT_SYMLINK_NOFOLLOW);
   }
 
   void file(TarReader& reader, const TarEntry& e, const std::string& dest, const std::string& what) {
@@ -557,9 +614,11 @@ class Extractor {
         n -= static_cast<size_t>(w);
       }
     });
-    // chown clears setuid/setgid, so the mode comes after it.
-    if (::fchown(fd.get(), owner_.uid, owner_.gid) != 0) fail(what, "cannot set the owner", errno);
+    // chown clears setuid/setgid and file capabilities, so the mode and xattrs come after it.
+    const auto [uid, gid] = ids(e);
+    if (::fchown(fd.get(), uid, gid) != 0) fail(what, "cannot set the owner", errno);
     if (::fchmod(fd.get(), e.mode) != 0) fail(what, "cannot set the mode", errno);
+    if (policy_.xattrs) set_xattrs(fd.get(), e, what);
     const struct timespec times[2] = {{e.mtime, 0}, {e.mtime, 0}};
     if (::futimens(fd.get(), times) != 0) fail(what, "cannot set the mtime", errno);
     extracted_[e.path] = dest;
@@ -571,7 +630,7 @@ class Extractor {
     if (::symlinkat(e.link_target.c_str(), p.at(root_), p.name.c_str()) != 0) {
       fail(what, "cannot create the symlink", errno);
     }
-    chown_at(p, what);
+    chown_at(p, e, what);
     const struct timespec times[2] = {{e.mtime, 0}, {e.mtime, 0}};
     (void)::utimensat(p.at(root_), p.name.c_str(), times, AT_SYMLINK_NOFOLLOW);  // cosmetic
   }
@@ -603,6 +662,7 @@ class Extractor {
       Fd dir = walk(parts, parts.size(), "", false);
       if (dir.get() < 0) continue;  // replaced by a later member
       const std::string what = member(d.dest);
+      if (d.chown && ::fchown(dir.get(), d.uid, d.gid) != 0) fail(what, "cannot set the owner", errno);
       if (::fchmod(dir.get(), d.mode) != 0) fail(what, "cannot set the mode", errno);
       const struct timespec times[2] = {{d.mtime, 0}, {d.mtime, 0}};
       if (::futimens(dir.get(), times) != 0) fail(what, "cannot set the mtime", errno);
@@ -614,15 +674,35 @@ class Extractor {
     std::string dest;
     uint32_t mode;
     int64_t mtime;
+    bool chown;
+    uint32_t uid, gid;
   };
 
   [[noreturn]] void fail(const std::string& what, const char* action, int err) {
     throw TarError(what + ": " + action + ": " + errno_text(err));
   }
 
-  void chown_at(const Parent& p, const std::string& what) {
-    if (::fchownat(p.at(root_), p.name.c_str(), owner_.uid, owner_.gid, AT_SYMLINK_NOFOLLOW) != 0) {
+  std::pair<uint32_t, uint32_t> ids(const TarEntry& e) const {
+    return owner_ ? std::pair{owner_->uid, owner_->gid} : std::pair{e.uid, e.gid};
+  }
+  // Implied parents: the fixed owner, or root when archived owners are kept.
+  std::pair<uint32_t, uint32_t> parent_ids() const {
+    return owner_ ? std::pair{owner_->uid, owner_->gid} : std::pair{0u, 0u};
+  }
+
+  void chown_at(const Parent& p, const TarEntry& e, const std::string& what) {
+    const auto [uid, gid] = ids(e);
+    if (::fchownat(p.at(root_), p.name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) {
       fail(what, "cannot set the owner", errno);
+    }
+  }
+
+  void set_xattrs(int fd, const TarEntry& e, const std::string& what) {
+    for (const auto& [name, value] : e.xattrs) {
+      if (!xattr_allowed(name)) continue;
+      if (::fsetxattr(fd, name.c_str(), value.data(), value.size(), 0) != 0) {
+        fail(what + " (xattr '" + sanitise(name) + "')", "cannot set the xattr", errno);
+      }
     }
   }
 
@@ -639,7 +719,8 @@ class Extractor {
         if (::mkdirat(at, name, 0755) != 0 && errno != EEXIST) fail(what, "cannot create a parent directory", errno);
         fd = ::openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
-          if (::fchown(fd, owner_.uid, owner_.gid) != 0 || ::fchmod(fd, 0755) != 0) {
+          const auto [uid, gid] = parent_ids();
+          if (::fchown(fd, uid, gid) != 0 || ::fchmod(fd, 0755) != 0) {
             const int err = errno;
             ::close(fd);
             fail(what, "cannot set up a parent directory", err);
@@ -682,7 +763,8 @@ class Extractor {
   }
 
   int root_;
-  ExtractOwner owner_;
+  std::optional<ExtractOwner> owner_;
+  ExtractPolicy policy_;
   std::unordered_map<std::string, std::string> extracted_;  // archive path -> destination (files, hardlinks)
   std::vector<Deferred> deferred_dirs_;
 };
@@ -690,8 +772,8 @@ class Extractor {
 }  // namespace
 
 void extract(TarReader& reader, int dest_dir_fd, const std::function<std::string(const TarEntry&)>& select,
-             ExtractOwner owner) {
-  Extractor x(dest_dir_fd, owner);
+             std::optional<ExtractOwner> owner, const ExtractPolicy& policy) {
+  Extractor x(dest_dir_fd, owner, policy);
   while (auto e = reader.next()) {
     const std::string chosen = select(*e);
     if (chosen.empty()) continue;
@@ -706,6 +788,9 @@ void extract(TarReader& reader, int dest_dir_fd, const std::function<std::string
       case EntryType::file: x.file(reader, *e, dest, what); break;
       case EntryType::symlink: x.symlink(*e, dest, what); break;
       case EntryType::hardlink: x.hardlink(*e, dest, what); break;
+      case EntryType::fifo: x.fifo(*e, dest, what); break;
+      case EntryType::char_device:
+      case EntryType::block_device: throw TarError(what + ": device nodes are not extracted");
     }
   }
   x.finish();

@@ -9,6 +9,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cove::builder {
 
@@ -18,7 +20,8 @@ struct TarError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class EntryType { file, directory, symlink, hardlink };
+// fifo and the devices are reported only by a reader constructed with SpecialFiles::report.
+enum class EntryType { file, directory, symlink, hardlink, fifo, char_device, block_device };
 
 struct TarEntry {
   std::string path;         // normalised relative path: no leading "./" or "/", no "." or ".." components, no trailing '/'
@@ -27,6 +30,10 @@ struct TarEntry {
   uint64_t size = 0;        // files only (0 for the other types)
   std::string link_target;  // symlink: verbatim; hardlink: normalised relative path of an earlier member
   int64_t mtime = 0;        // seconds since the epoch
+  uint32_t uid = 0, gid = 0;            // archived owner (header or pax uid/gid records)
+  uint32_t dev_major = 0, dev_minor = 0;  // char_device, block_device
+  // pax SCHILY.xattr.<name> records, in archive order; value bytes verbatim.
+  std::vector<std::pair<std::string, std::string>> xattrs;
 };
 
 // Normalises an archive path: strips leading '/' only when `allow_absolute`, drops "" and "." components
@@ -36,13 +43,17 @@ std::string normalise_member_path(const std::string& raw, const std::string& wha
 
 // Streams the entries of a tar or tar.gz file (gzip detected by the 1f 8b magic, not by the name).
 // Formats: ustar, POSIX pax (path, linkpath, size, mtime records; global headers ignored), GNU long
-// names and links ('L'/'K'), GNU base-256 numbers. Refuses device and fifo members, sparse files,
+// names and links ('L'/'K'), GNU base-256 numbers, SCHILY.xattr records. Refuses device and fifo
+// members (unless constructed with SpecialFiles::report: image layers have them), sparse files,
 // unknown member types, truncated archives, bad checksums and sizes beyond the archive. The first
 // zero block ends the archive; an archive that ends without one is truncated. A member naming the
 // archive root ("./") is a directory the reader skips.
+enum class SpecialFiles { refuse, report };
+
 class TarReader {
  public:
-  explicit TarReader(const std::string& archive_path);  // TarError if it cannot be opened (no path in the message)
+  // TarError if it cannot be opened (no path in the message).
+  explicit TarReader(const std::string& archive_path, SpecialFiles special = SpecialFiles::refuse);
   ~TarReader();
   TarReader(const TarReader&) = delete;
   TarReader& operator=(const TarReader&) = delete;
@@ -67,10 +78,22 @@ class TarReader {
   uint64_t padding_ = 0;    // bytes up to the next 512-byte boundary after them
   std::string current_;     // sanitised name of the current member, for messages
   bool ended_ = false;
+  SpecialFiles special_;
 };
 
 struct ExtractOwner {
   uint32_t uid = 0, gid = 0;
+};
+
+// What extraction may create beyond files, directories and links. Device members are never
+// created (a select that does not skip them fails the extraction): they would hand a sandbox
+// access to host hardware.
+struct ExtractPolicy {
+  bool fifos = false;   // create fifo members (else they fail the extraction)
+  // Apply xattrs named user.* and security.capability (file capabilities, e.g. ping's) to files
+  // and directories; other namespaces (trusted.*, security.selinux, ACLs) are ignored, because
+  // trusted.overlay.* would change what overlayfs shows.
+  bool xattrs = false;
 };
 
 // Extracts the members `select` picks into the directory `dest_dir_fd` (kept open, not closed).
@@ -83,8 +106,9 @@ struct ExtractOwner {
 // O_NOFOLLOW relative to its parent's fd, so a symlink from an earlier member can never redirect a
 // later write: a member under a symlink or a file fails. Existing entries are replaced (a directory
 // over a directory is merged; a non-empty directory is never replaced by something else). Every
-// created entry is lchown'ed to `owner`. Throws TarError; whatever was extracted before stays.
+// created entry is lchown'ed to `owner`, or to its archived uid/gid when `owner` is nullopt (implied
+// parents are then root's). Throws TarError; whatever was extracted before stays.
 void extract(TarReader& reader, int dest_dir_fd, const std::function<std::string(const TarEntry&)>& select,
-             ExtractOwner owner);
+             std::optional<ExtractOwner> owner, const ExtractPolicy& policy = {});
 
 }  // namespace cove::builder

@@ -12,7 +12,8 @@ packages=(
   debootstrap util-linux curl ca-certificates iproute2 iptables e2fsprogs runc
   clang-14 libclang-rt-14-dev
   nodejs npm
-  libnss-myhostname sqlite3
+  libnss-myhostname sqlite3 libcpp-httplib-dev
+  docker-registry skopeo umoci apache2-utils
 )
 
 missing=()

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make up`: from a fresh Debian 12 machine to a running shim the official E2B clients can use.
-# Installs what is missing (tools/deps.sh, via make), builds, prepares the `base` template's
-# rootfs (cached), writes the config once, creates a development API key once, writes the
-# client environment and then runs `cove serve` in the foreground (it creates the local CA).
-# A second run reuses all of it.
+# Installs what is missing (tools/deps.sh, via make), builds, writes the config once, creates a
+# development API key once, writes the client environment, starts `cove serve` (it creates the
+# local CA), builds the built-in templates (templates/base, templates/code-interpreter-v1: their
+# layers are cached by content in /var/cache/cove/layers) and then keeps the shim in the
+# foreground. A second run reuses all of it.
 #
 # Usage: tools/up.sh [--no-serve]    (as root; --no-serve: everything but starting the shim)
 # Env:   BUILD            build directory, relative to the repository or absolute (default build)
@@ -76,11 +77,8 @@ write_file() {
   mv -f "$tmp" "$dest"
 }
 
-# 1. Packages, nsswitch, binaries, the base rootfs (make's own dependency checks; the rootfs is
-# cached by its builder and prints only its path on stdout).
+# 1. Packages, nsswitch, binaries (make's own dependency checks).
 make -C "$repo" --no-print-directory BUILD="$build" build
-rootfs=$("$repo/rootfs-builder/build-base.sh")
-[[ -d $rootfs ]] || die "the base rootfs builder printed no directory"
 cove=$build/bin/cove
 agent=$build/bin/cove-agent
 [[ -x $cove && -x $agent ]] || die "the build produced no $cove or $agent"
@@ -92,8 +90,7 @@ if [[ ! -e $config ]]; then
   mkdir -p "$(dirname "$config")"
   write_file "$config" 0644 <<EOF
 $marker on $(date -u +%F). make up never rewrites this file, except that it keeps
-# base_rootfs pointing at the current base build while it names one under /var/cache/cove/rootfs,
-# and agent_path at the agent of the checkout it runs from.
+# agent_path at the agent of the checkout it runs from.
 # Every key, with its default: host-shim/config/cove.example.toml in the Cove repository.
 domain = "cove.localhost"
 tls_listen = ["127.0.0.1:443", "[::1]:443"]
@@ -102,7 +99,8 @@ api_listen = []
 sandbox_listen = []
 state_dir = "$state"
 agent_path = "$agent"
-base_rootfs = "$rootfs"
+# Built-in templates (make up builds them from templates/ in the repository) share this cache.
+layers_dir = "/var/cache/cove/layers"
 EOF
   log "wrote $config"
 fi
@@ -115,13 +113,14 @@ domain=$(config_string domain cove.localhost)
 [[ -n $domain ]] || die "$config sets an empty domain; make up needs one (e.g. cove.localhost)"
 tls_cert=$(config_string tls_cert "")
 
-# A rebuilt base (its builder changed) gets a new directory and the old one is pruned: follow it,
-# but only in a config we wrote and only from one build of ours to another.
+# A config an older make up wrote named a prebuilt base rootfs; `base` is built from its
+# definition now, so that line goes (only in a config we wrote) and the layer cache comes in.
 old_rootfs=$(config_string base_rootfs "")
-if [[ $old_rootfs != "$rootfs" && $old_rootfs == /var/cache/cove/rootfs/base-* ]] &&
-  head -n 1 "$config" | grep -qF "$marker"; then
-  sed "s|^base_rootfs = \"$old_rootfs\"\$|base_rootfs = \"$rootfs\"|" "$config" | write_file "$config" 0644
-  log "base_rootfs in $config now names the current base build"
+if [[ $old_rootfs == /var/cache/cove/rootfs/base-* ]] && head -n 1 "$config" | grep -qF "$marker"; then
+  { grep -v '^base_rootfs = ' "$config"
+    toml_strings layers_dir >/dev/null || printf '%s\n' 'layers_dir = "/var/cache/cove/layers"'; } |
+    write_file "$config" 0644
+  log "$config: base is built from templates/base now (base_rootfs removed)"
 fi
 # Likewise the agent: a config we wrote follows the checkout make up runs from (another clone,
 # or a moved one, must not leave it pointing at a binary that is gone or stale).
@@ -208,6 +207,26 @@ fi
   [[ -n $tls_cert ]] || echo "NODE_EXTRA_CA_CERTS=$state/ca.pem"
 } | (umask 077 && write_file "$env_file" 0600)
 
+if ((!serve)); then
+  log "not starting the shim (--no-serve); the built-in templates are built when make up starts it"
+  exit 0
+fi
+
+# 7. The shim, then the built-in templates through it (cached by content: an unchanged
+# definition is a few cache hits). The shim stays in the foreground; Ctrl-C stops it.
+"$cove" serve --config "$config" &
+shim=$!
+trap 'kill -TERM "$shim" 2>/dev/null; wait "$shim"; exit 130' INT TERM
+until [[ -S $state/admin.sock ]] && "$cove" sandbox list --config "$config" >/dev/null 2>&1; do
+  kill -0 "$shim" 2>/dev/null || { wait "$shim" || true; die "cove serve exited while starting"; }
+  sleep 0.2
+done
+for name in base code-interpreter-v1; do
+  log "building the built-in template $name (templates/$name; cached by content)"
+  "$cove" template build "$repo/templates/$name" --config "$config" >&2 ||
+    { kill -TERM "$shim"; wait "$shim" || true; die "the built-in template $name did not build"; }
+done
+
 cat >&2 <<EOF
 
 Cove: clients need only the three variables in $env_file. In another terminal:
@@ -216,5 +235,5 @@ Cove: clients need only the three variables in $env_file. In another terminal:
 Stop the shim with Ctrl-C (sandboxes keep running); make up again starts it with the same key.
 
 EOF
-((serve)) || exit 0
-exec "$cove" serve --config "$config"
+log "ready"
+wait "$shim"

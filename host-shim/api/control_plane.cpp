@@ -1,5 +1,6 @@
 #include "api/control_plane.hpp"
 
+#include <cctype>
 #include <memory>
 
 #include "api/errors.hpp"
@@ -66,7 +67,15 @@ class ControlPlane {
       co_await upload(ex, match, QueryString(ex.query()));
       co_return;
     }
-    const std::string team = authenticate(ex);
+    if (match.endpoint == Endpoint::teams) {
+      // Only an access token names a team here (E2B: the token's user's teams). The API key of
+      // a team is only ever shown once, at creation, so it is not part of the answer.
+      Team team = team_for_bearer(ex);
+      json out = json::array({json{{"teamID", team.id}, {"name", team.name}, {"isDefault", true}}});
+      co_await respond_json(ex, 200, out);
+      co_return;
+    }
+    const std::string team = authenticate(ex, match);
     if (match.endpoint == Endpoint::unimplemented || (is_build_endpoint(match.endpoint) && !options_.builds)) {
       throw ApiError(501, std::string(ex.method()) + " " + match.pattern + " is not implemented");
     }
@@ -161,6 +170,10 @@ class ControlPlane {
         co_return;
       }
       case Endpoint::templates: {
+        // The CLI passes the team it means as ?teamID=; a credential reaches its own team only.
+        if (auto wanted = query.get("teamID"); wanted && !wanted->empty() && *wanted != team) {
+          throw ApiError(403, "You don't have access to this team");
+        }
         json items = json::array();
         auto all = options_.builds ? options_.builds->list(team) : lifecycle_.templates();
         for (const auto& t : all) items.push_back(template_json(t));
@@ -262,6 +275,7 @@ class ControlPlane {
       }
       case Endpoint::template_upload:
       case Endpoint::health:
+      case Endpoint::teams:
       case Endpoint::unimplemented:
         break;  // answered above
     }
@@ -310,8 +324,38 @@ class ControlPlane {
     co_await ex.respond(201, "", "");
   }
 
-  std::string authenticate(const http::Exchange& ex) {
+  // The credential of `Authorization: Bearer <credential>` (scheme case-insensitive, RFC 9110);
+  // nullopt without such a header.
+  static std::optional<std::string> bearer_credential(const http::Exchange& ex) {
+    std::string_view value = ex.header("Authorization");
+    constexpr std::string_view kScheme = "bearer ";
+    if (value.size() < kScheme.size()) return std::nullopt;
+    for (size_t i = 0; i < kScheme.size(); ++i) {
+      if (std::tolower(static_cast<unsigned char>(value[i])) != kScheme[i]) return std::nullopt;
+    }
+    value.remove_prefix(kScheme.size());
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+    return std::string(value);
+  }
+
+  Team team_for_bearer(const http::Exchange& ex) {
+    auto token = bearer_credential(ex);
+    if (!token) throw ApiError(401, "Access token is missing");
+    auto team = lifecycle_.team_for_access_token(*token);
+    if (!team) throw ApiError(401, "Invalid access token");
+    return *team;
+  }
+
+  // X-API-Key; on the operations the spec opens to access tokens (the template ones), also
+  // `Authorization: Bearer <access token>`, which E2B's CLI sends from E2B_ACCESS_TOKEN. The CLI
+  // sends both when both are set: either valid one admits the request, the token tried first.
+  std::string authenticate(const http::Exchange& ex, const RouteMatch& match) {
     std::string_view key = ex.header("X-API-Key");  // header names compare case-insensitively
+    if (auto token = match.access_token ? bearer_credential(ex) : std::nullopt) {
+      if (auto team = lifecycle_.team_for_access_token(*token)) return team->id;
+      if (key.empty()) throw ApiError(401, "Invalid access token");
+    }
     if (key.empty()) throw ApiError(401, "API key is missing");
     auto team = lifecycle_.team_for_api_key(std::string(key));
     if (!team) throw ApiError(401, "Invalid API key");

@@ -8,6 +8,7 @@ namespace {
 struct MethodRoute {
   std::string_view method;
   Endpoint endpoint;
+  bool access_token = false;  // see RouteMatch::access_token
 };
 
 struct PathRoute {
@@ -16,6 +17,7 @@ struct PathRoute {
 };
 
 constexpr Endpoint kTodo = Endpoint::unimplemented;
+constexpr bool kToken = true;  // also takes an access token (openapi.yml: AccessTokenAuth)
 
 // Order matters where patterns overlap: the first path that matches decides (literal segments are
 // listed before `{…}` ones at the same place, as E2B's router prefers static segments).
@@ -39,21 +41,22 @@ const std::vector<PathRoute>& table() {
       {"/sandboxes/{sandboxID}/network", {{"PUT", kTodo}}},
       {"/sandboxes/{sandboxID}/snapshots", {{"POST", kTodo}}},
       {"/snapshots", {{"GET", kTodo}}},
-      {"/templates", {{"GET", Endpoint::templates}, {"POST", kTodo}}},
+      {"/templates", {{"GET", Endpoint::templates, kToken}, {"POST", kTodo, kToken}}},
       {"/templates/tags", {{"POST", Endpoint::tags_assign}, {"DELETE", Endpoint::tags_remove}}},
       {"/templates/aliases/{alias}", {{"GET", Endpoint::template_alias}}},
-      {"/templates/{templateID}", {{"GET", kTodo}, {"POST", kTodo}, {"DELETE", Endpoint::template_delete}, {"PATCH", kTodo}}},
+      {"/templates/{templateID}",
+       {{"GET", kTodo}, {"POST", kTodo, kToken}, {"DELETE", Endpoint::template_delete, kToken}, {"PATCH", kTodo, kToken}}},
       {"/templates/{templateID}/tags", {{"GET", Endpoint::tags_list}}},
-      {"/templates/{templateID}/files/{hash}", {{"GET", Endpoint::template_files}}},
+      {"/templates/{templateID}/files/{hash}", {{"GET", Endpoint::template_files, kToken}}},
       {"/templates/{templateID}/files/{hash}/upload", {{"PUT", Endpoint::template_upload}}},
-      {"/templates/{templateID}/builds/{buildID}", {{"POST", kTodo}}},
-      {"/templates/{templateID}/builds/{buildID}/status", {{"GET", Endpoint::build_status}}},
-      {"/templates/{templateID}/builds/{buildID}/logs", {{"GET", kTodo}}},
-      {"/v2/templates", {{"GET", kTodo}, {"POST", kTodo}}},
-      {"/v2/templates/{templateID}", {{"PATCH", kTodo}}},
+      {"/templates/{templateID}/builds/{buildID}", {{"POST", kTodo, kToken}}},
+      {"/templates/{templateID}/builds/{buildID}/status", {{"GET", Endpoint::build_status, kToken}}},
+      {"/templates/{templateID}/builds/{buildID}/logs", {{"GET", kTodo, kToken}}},
+      {"/v2/templates", {{"GET", kTodo, kToken}, {"POST", kTodo}}},
+      {"/v2/templates/{templateID}", {{"PATCH", kTodo, kToken}}},
       {"/v2/templates/{templateID}/builds/{buildID}", {{"POST", Endpoint::build_start}}},
       {"/v3/templates", {{"POST", Endpoint::template_register}}},
-      {"/teams", {{"GET", kTodo}}},
+      {"/teams", {{"GET", Endpoint::teams, kToken}}},
       {"/teams/{teamID}/metrics", {{"GET", kTodo}}},
       {"/teams/{teamID}/metrics/max", {{"GET", kTodo}}},
       {"/access-tokens", {{"POST", kTodo}}},
@@ -120,6 +123,7 @@ RouteMatch match_route(std::string_view method, std::string_view path) {
       if (m.method == method) {
         result.kind = RouteMatch::Kind::found;
         result.endpoint = m.endpoint;
+        result.access_token = m.access_token;
       }
     }
     if (result.kind != RouteMatch::Kind::found) result.kind = RouteMatch::Kind::wrong_method;

@@ -35,6 +35,7 @@ enum class Endpoint {
   tags_assign,
   tags_remove,
   tags_list,
+  teams,              // GET /teams: the access token's team
   unimplemented,
 };
 
@@ -45,6 +46,9 @@ struct RouteMatch {
   std::string pattern;              // e.g. "/sandboxes/{sandboxID}"
   std::vector<std::string> params;  // the `{…}` segments in order, as sent (not decoded)
   std::string allow;                // for wrong_method: the path's methods, "GET, DELETE"
+  // The spec lists AccessTokenAuth (`Authorization: Bearer`) among this operation's security
+  // schemes: /teams and the template operations. Everything else takes only X-API-Key.
+  bool access_token = false;
 };
 
 RouteMatch match_route(std::string_view method, std::string_view path);

@@ -7,16 +7,68 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include "api/template_requests.hpp"
 #include "api/timestamps.hpp"
 
 namespace cove::shim {
 
 std::string admin_socket_path(const std::string& state_dir) { return state_dir + "/admin.sock"; }
 
-http::Handler make_admin_handler(SandboxManager& manager) {
-  return [&manager](http::Exchange& ex) -> net::awaitable<void> {
+namespace {
+
+// Built-in template builds: POST /templates (a definition) and GET /templates/<id>/builds/<b>/status.
+net::awaitable<bool> template_request(http::Exchange& ex, TemplateService& templates) {
+  std::string path(ex.path());
+  unsigned status = 200;
+  nlohmann::json out;
+  try {
+    if (ex.method() == "POST" && path == "/templates") {
+      auto body = co_await ex.read_body_all(1 << 20);
+      if (!body) throw LifecycleError(LifecycleErrc::bad_request, "the definition is too large");
+      builder::TemplateDefinition def = builder::parse_template_definition(*body);
+      RegisteredBuild build = templates.register_builtin(def);
+      templates.start_builtin_build(build.template_id, build.build_id, def.plan);
+      out = {{"templateID", build.template_id}, {"buildID", build.build_id}};
+      status = 202;
+    } else if (ex.method() == "GET" && path.rfind("/templates/", 0) == 0) {
+      // /templates/<id>/builds/<build>/status
+      std::vector<std::string> parts;
+      for (size_t start = 1, slash; start <= path.size(); start = slash + 1) {
+        slash = path.find('/', start);
+        if (slash == std::string::npos) slash = path.size();
+        parts.push_back(path.substr(start, slash - start));
+      }
+      if (parts.size() != 5 || parts[2] != "builds" || parts[4] != "status") co_return false;
+      size_t offset = 0;
+      std::string query(ex.query());
+      if (query.rfind("logsOffset=", 0) == 0) offset = std::stoul(query.substr(11));
+      out = api::build_status_json(templates.builtin_status(parts[1], parts[3], offset));
+    } else {
+      co_return false;
+    }
+  } catch (const LifecycleError& e) {
+    status = e.status();
+    out = {{"code", e.status()}, {"message", e.what()}};
+  } catch (const builder::BuildPlanError& e) {
+    status = 400;
+    out = {{"code", 400}, {"message", e.what()}};
+  } catch (const std::logic_error&) {
+    status = 400;
+    out = {{"code", 400}, {"message", "bad request"}};
+  }
+  std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string type = "application/json";
+  co_await ex.respond(status, type, std::move(text));
+  co_return true;
+}
+
+}  // namespace
+
+http::Handler make_admin_handler(SandboxManager& manager, TemplateService& templates) {
+  return [&manager, &templates](http::Exchange& ex) -> net::awaitable<void> {
     const std::string operator_team(kOperatorTeam);
     std::string path(ex.path());
+    if (path.rfind("/templates", 0) == 0 && co_await template_request(ex, templates)) co_return;
     if (ex.method() == "GET" && path == "/sandboxes") {
       ListRequest request;
       request.limit = 1000;
@@ -54,7 +106,7 @@ http::Handler make_admin_handler(SandboxManager& manager) {
 }
 
 std::pair<unsigned, std::string> admin_request(const std::string& state_dir, const std::string& method,
-                                               const std::string& target) {
+                                               const std::string& target, const std::string& body) {
   namespace bhttp = boost::beast::http;
   boost::asio::io_context io;
   boost::asio::local::stream_protocol::socket socket(io);
@@ -62,8 +114,8 @@ std::pair<unsigned, std::string> admin_request(const std::string& state_dir, con
   socket.connect(admin_socket_path(state_dir), ec);
   if (ec) throw std::runtime_error("the shim is not running (no admin socket in the state directory)");
   std::string request = method + " " + target + " HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n";
-  if (method != "GET") request += "Content-Length: 0\r\n";
-  request += "\r\n";
+  if (method != "GET") request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  request += "\r\n" + body;
   boost::asio::write(socket, boost::asio::buffer(request));
   boost::beast::flat_buffer buffer;
   bhttp::response<bhttp::string_body> response;

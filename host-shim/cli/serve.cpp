@@ -117,6 +117,10 @@ int serve(const Config& config) {
   build_options.state_dir = config.state_dir;
   build_options.envd_version = prepared.envd_version;
   build_options.agent_port = options.agent_port;
+  build_options.registry_ca = config.registry_ca;
+  build_options.layers_dir = config.layers_dir;
+  build_options.max_concurrent_builds = static_cast<size_t>(config.max_concurrent_builds);
+  build_options.step_timeout_s = std::min<int64_t>(3600, config.max_timeout_s);
   TemplateService template_builds(io.get_executor(), *store, manager, tokens, build_options);
 
   api::ControlPlaneOptions api_options;
@@ -125,7 +129,7 @@ int serve(const Config& config) {
   auto control_plane = api::make_control_plane(manager, api_options);
   edge::ProxyOptions proxy_options;
   auto proxy = edge::make_sandbox_proxy(manager, proxy_options);
-  auto admin = make_admin_handler(manager);
+  auto admin = make_admin_handler(manager, template_builds);
   edge::ProxyOptions edge_proxy_options;
   edge_proxy_options.domain = domain_host;
   auto edge_proxy = edge::make_sandbox_proxy(manager, edge_proxy_options);

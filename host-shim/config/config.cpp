@@ -186,6 +186,12 @@ Config parse_config(const std::string& toml_text) {
       cfg.state_dir = get_absolute_path(v, k, false);
     } else if (k == "agent_path") {
       cfg.agent_path = get_absolute_path(v, k, true);
+    } else if (k == "registry_ca") {
+      cfg.registry_ca = get_absolute_path(v, k, true);
+    } else if (k == "layers_dir") {
+      cfg.layers_dir = get_absolute_path(v, k, true);
+    } else if (k == "max_concurrent_builds") {
+      cfg.max_concurrent_builds = static_cast<int>(get_int(v, k, 1, 64));
     } else if (k == "base_rootfs") {
       cfg.base_rootfs = get_absolute_path(v, k, true);
     } else if (k == "default_timeout_s") {
@@ -214,7 +220,7 @@ Config parse_config(const std::string& toml_text) {
       }
     } else {
       unknown_key(v.line, "", k,
-                  {"api_listen", "sandbox_listen", "tls_listen", "tls_cert", "tls_key", "http2", "domain", "state_dir", "agent_path", "base_rootfs",
+                  {"api_listen", "sandbox_listen", "tls_listen", "tls_cert", "tls_key", "http2", "domain", "state_dir", "agent_path", "registry_ca", "max_concurrent_builds", "layers_dir", "base_rootfs",
                    "default_timeout_s", "max_timeout_s", "pids_max", "max_sandboxes", "bridge", "subnet",
                    "templates"});
     }

@@ -34,6 +34,9 @@ struct Config {
   std::string domain = "cove.localhost";  // returned in `domain`, optionally with :port; empty → null
   std::string state_dir = "/var/lib/cove";
   std::string agent_path;          // the static cove-agent to install into every sandbox
+  std::string registry_ca;         // extra CA bundle (PEM) trusted for image pulls; "" = system store only
+  int max_concurrent_builds = 1;   // template builds running at once; the rest queue
+  std::string layers_dir;          // template layers ("" = <state_dir>/layers); shareable between shims
   int64_t default_timeout_s = 300; // when a create omits `timeout` (v1 body: E2B's 15 is too short for users of older SDKs)
   int64_t max_timeout_s = 86400;   // longest lifetime a create/timeout/connect may ask for
   int pids_max = 4096;

@@ -115,6 +115,8 @@ class Lifecycle {
 
   // API keys → team id (nullopt: unknown key).
   virtual std::optional<std::string> team_for_api_key(const std::string& key) = 0;
+  // Access tokens (the CLI's `Authorization: Bearer`) → their team (nullopt: unknown token).
+  virtual std::optional<Team> team_for_access_token(const std::string& token) = 0;
 };
 
 }  // namespace cove::shim

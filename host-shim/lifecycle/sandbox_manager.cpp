@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "auth/access_tokens.hpp"
 #include "auth/api_keys.hpp"
 #include "lifecycle/start_command.hpp"
 #include "lifecycle/agent_client.hpp"
@@ -528,6 +529,13 @@ std::optional<std::string> SandboxManager::traffic_token(const std::string& id) 
 std::optional<std::string> SandboxManager::team_for_api_key(const std::string& key) {
   if (!is_well_formed_api_key(key)) return std::nullopt;
   return store_.team_for_key_hash(hash_api_key(key));
+}
+
+std::optional<Team> SandboxManager::team_for_access_token(const std::string& token) {
+  if (!is_well_formed_access_token(token)) return std::nullopt;
+  auto team_id = store_.team_for_access_token_hash(hash_access_token(token));
+  if (!team_id) return std::nullopt;
+  return store_.team_by_id(*team_id);
 }
 
 void SandboxManager::on_runtime_exit(const std::string& id) {

@@ -76,6 +76,7 @@ class SandboxManager final : public Lifecycle {
   std::optional<std::string> envd_token(const std::string& id) override;
   std::optional<std::string> traffic_token(const std::string& id) override;
   std::optional<std::string> team_for_api_key(const std::string& key) override;
+  std::optional<Team> team_for_access_token(const std::string& token) override;
 
   size_t live_count() const { return live_.size(); }
   // The template `ref` ("name", "id" or "name:tag") as `team_id` may start it; nullopt if it

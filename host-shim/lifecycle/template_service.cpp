@@ -6,6 +6,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -16,6 +17,8 @@
 #include "lifecycle/agent_commands.hpp"
 #include "lifecycle/blocking.hpp"
 #include "rootfs-builder/copy_step.hpp"
+#include "rootfs-builder/debian_source.hpp"
+#include "rootfs-builder/image_pull.hpp"
 #include "rootfs-builder/tar_reader.hpp"
 
 namespace cove::shim {
@@ -100,7 +103,7 @@ TemplateService::TemplateService(net::any_io_executor io, Store& store, SandboxM
       sandboxes_(sandboxes),
       tokens_(std::move(tokens)),
       options_(std::move(options)),
-      layers_(options_.state_dir + "/layers") {
+      layers_(options_.layers_dir.empty() ? options_.state_dir + "/layers" : options_.layers_dir) {
   layers_.remove_staging_leftovers();
   fs::create_directories(options_.state_dir + "/build-files");
   ::chmod((options_.state_dir + "/build-files").c_str(), 0700);
@@ -108,9 +111,10 @@ TemplateService::TemplateService(net::any_io_executor io, Store& store, SandboxM
 
 TemplateService::~TemplateService() { pool_.join(); }
 
-Template TemplateService::owned_template(const std::string& team_id, const std::string& template_id) {
+Template TemplateService::owned_template(const std::string& team_id, const std::string& template_id, bool builtin) {
   auto tpl = valid_template_id(template_id) ? store_.template_by_id_or_alias(template_id) : std::nullopt;
-  if (!tpl || tpl->team_id != team_id || tpl->team_id.empty()) {
+  bool owned = tpl && (builtin ? tpl->team_id.empty() : !tpl->team_id.empty() && tpl->team_id == team_id);
+  if (!owned) {
     throw LifecycleError(LifecycleErrc::not_found, "Template '" + template_id.substr(0, 128) + "' not found");
   }
   return *tpl;
@@ -240,9 +244,51 @@ net::awaitable<void> TemplateService::upload(const std::string& template_id, con
   }
 }
 
+RegisteredBuild TemplateService::register_builtin(const builder::TemplateDefinition& def) {
+  if (!valid_name(def.name)) throw LifecycleError(LifecycleErrc::bad_request, "Invalid template name");
+  auto existing = store_.template_by_id_or_alias(def.name);
+  Template tpl;
+  if (existing) {
+    if (!existing->team_id.empty()) {
+      throw LifecycleError(LifecycleErrc::conflict, "Template name '" + def.name + "' belongs to a team");
+    }
+    tpl = *existing;
+  } else {
+    tpl.id = def.name;
+    tpl.aliases = {def.name};
+    tpl.is_public = true;
+    tpl.envd_version = options_.envd_version;
+    tpl.created_at = tpl.updated_at = Clock::now();
+    store_.upsert_template(tpl);
+  }
+  TemplateBuild build;
+  build.template_id = tpl.id;
+  build.build_id = uuid4();
+  build.created_at = Clock::now();
+  store_.upsert_build(build);
+  active_.emplace(build.build_id, ActiveBuild{build, {}, def.cpu_count, def.memory_mb, def.disk_size_mb});
+  return RegisteredBuild{tpl.id, build.build_id, tpl.aliases, {}, true};
+}
+
+void TemplateService::start_builtin_build(const std::string& template_id, const std::string& build_id,
+                                          builder::BuildPlan plan) {
+  Template tpl = owned_template("", template_id, true);
+  queue_build("", tpl, build_id, std::move(plan));
+}
+
+BuildStatusPage TemplateService::builtin_status(const std::string& template_id, const std::string& build_id,
+                                                size_t logs_offset) {
+  return status_of(owned_template("", template_id, true), build_id, logs_offset);
+}
+
 void TemplateService::start_build(const std::string& team_id, const std::string& template_id,
                                   const std::string& build_id, builder::BuildPlan plan) {
-  Template tpl = owned_template(team_id, template_id);
+  if (!plan.from_debian.empty()) throw LifecycleError(LifecycleErrc::bad_request, "fromDebian is for built-in templates");
+  queue_build(team_id, owned_template(team_id, template_id), build_id, std::move(plan));
+}
+
+void TemplateService::queue_build(const std::string& team_id, const Template& tpl, const std::string& build_id,
+                                  builder::BuildPlan plan) {
   auto it = active_.find(build_id);
   if (it == active_.end() || it->second.record.template_id != tpl.id) {
     throw LifecycleError(LifecycleErrc::not_found, "Build '" + build_id.substr(0, 64) + "' not found");
@@ -279,17 +325,46 @@ class TemplateService::Run {
   net::awaitable<Template> execute() {
     const auto& plan = job_.plan;
     std::string base_ref = plan.from_template;
-    if (!plan.from_image.empty()) {
-      // The SDK's default base (`Template()` with no source) is E2B's own base image.
-      if (plan.from_image == "e2bdev/base" || plan.from_image == "e2bdev/base:latest") {
-        base_ref = "base";
-      } else {
-        throw BuildFailure("base", "Building from a registry image is not supported yet");
+    // The SDK's default base (`Template()` with no source) is E2B's own base image: ours.
+    bool pull = !plan.from_image.empty() && plan.from_image != "e2bdev/base" && plan.from_image != "e2bdev/base:latest";
+    if (!plan.from_image.empty() && !pull) base_ref = "base";
+    std::optional<Template> base;
+    if (pull) {
+      builder::RegistryOptions registry;
+      registry.ca_file = s_.options_.registry_ca;
+      auto progress = [this](const std::string& line) { post_log("info", line, "base"); };
+      auto fetch = [ref = plan.from_image, credentials = plan.registry, registry, this, progress] {
+        return builder::pull_image(ref, credentials, s_.layers_, registry, progress);
+      };
+      try {
+        builder::PulledImage image = co_await run_blocking(s_.pool_, std::move(fetch));
+        base = Template{};
+        base->layers = image.layers;
+        base->env = image.config.env;
+        base->workdir = image.config.workdir;
+        // An image's default user, root if it names none (images rarely have our `user`).
+        base->user = image.config.user.empty() ? "root" : image.config.user;
+        base_ref = image.reference;
+      } catch (const std::exception& e) {
+        throw BuildFailure("base", std::string("Cannot pull the image: ") + e.what());
       }
+    } else if (!plan.from_debian.empty()) {
+      builder::DebianSource source{plan.from_debian, ""};
+      auto progress = [this](const std::string& line) { post_log("info", line, "base"); };
+      auto make = [source, this, progress] { return builder::debian_layer(source, s_.layers_, progress); };
+      try {
+        std::string layer = co_await run_blocking(s_.pool_, std::move(make));
+        base = Template{};
+        base->layers = {layer};
+      } catch (const std::exception& e) {
+        throw BuildFailure("base", e.what());
+      }
+      base_ref = "debian:" + plan.from_debian;
+    } else {
+      base = s_.sandboxes_.startable_template(job_.team_id, base_ref);
+      if (!base || base->layers.empty()) throw BuildFailure("base", "Base template '" + base_ref.substr(0, 128) + "' not found");
     }
-    auto base = s_.sandboxes_.startable_template(job_.team_id, base_ref);
-    if (!base || base->layers.empty()) throw BuildFailure("base", "Base template '" + base_ref.substr(0, 128) + "' not found");
-    log("info", "FROM template " + base_ref, "base");
+    log("info", "FROM " + base_ref, "base");
     layers_ = base->layers;
     context_.env = base->env;
     context_.workdir = base->workdir;
@@ -354,6 +429,11 @@ class TemplateService::Run {
     co_return result;
   }
 
+  // From a worker thread: the log belongs to the io thread.
+  void post_log(const std::string& level, const std::string& message, const std::string& step) {
+    net::post(s_.io_, [this, level, message, step] { log(level, message, step); });
+  }
+
   void log(const std::string& level, const std::string& message, const std::string& step) {
     auto it = s_.active_.find(job_.build_id);
     if (it == s_.active_.end()) return;
@@ -369,7 +449,7 @@ class TemplateService::Run {
   net::awaitable<Sandbox> start_sandbox(const std::string& changes_dir) {
     CreateRequest request;
     request.template_ref = job_.template_id;
-    request.timeout_s = 3600;
+    request.timeout_s = s_.options_.step_timeout_s;
     request.build_layers = layers_;
     request.changes_dir = changes_dir;
     request.metadata = {{"cove.build", job_.build_id}};
@@ -443,7 +523,8 @@ class TemplateService::Run {
                                        const std::string& index, const std::string& label) {
     auto work = [this, cmd, user, index, label](const Sandbox& sandbox) -> net::awaitable<void> {
       co_await prepare_workdir(sandbox, context_.user, index);
-      AgentCommand run{cmd, user, context_.workdir, context_.env, ""};
+      // Docker's default working directory is "/" (a fresh Debian has no /home/user yet).
+      AgentCommand run{cmd, user, context_.workdir.empty() ? "/" : context_.workdir, context_.env, ""};
       CommandOutcome outcome = co_await command(sandbox, std::move(run), index, true);
       if (!outcome.error.empty()) {
         throw BuildFailure(index, "Step " + index + " (" + label.substr(label.find(']') + 2) + ") failed: " + outcome.error);
@@ -557,6 +638,7 @@ net::awaitable<void> TemplateService::run(Job job) {
       if (result && tpl) {
         if (active.cpu_count) result->cpu_count = *active.cpu_count;
         if (active.memory_mb) result->memory_mb = *active.memory_mb;
+        if (active.disk_size_mb) result->disk_size_mb = *active.disk_size_mb;
         record.result = *result;
         record.status = BuildStatus::ready;
         record.logs.push_back({Clock::now(), "info", std::string("Build finished in ") + took, ""});
@@ -594,7 +676,10 @@ net::awaitable<void> TemplateService::run(Job job) {
 
 BuildStatusPage TemplateService::status(const std::string& team_id, const std::string& template_id,
                                         const std::string& build_id, size_t logs_offset) {
-  Template tpl = owned_template(team_id, template_id);
+  return status_of(owned_template(team_id, template_id), build_id, logs_offset);
+}
+
+BuildStatusPage TemplateService::status_of(const Template& tpl, const std::string& build_id, size_t logs_offset) {
   std::optional<TemplateBuild> build;
   if (auto it = active_.find(build_id); it != active_.end() && it->second.record.template_id == tpl.id) {
     build = it->second.record;

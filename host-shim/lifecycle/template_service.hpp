@@ -22,12 +22,16 @@
 namespace cove::shim {
 
 struct TemplateServiceOptions {
-  std::string state_dir;            // layers/ and build-files/ live here
+  std::string state_dir;            // build-files/ (and layers/ by default) live here
+  std::string layers_dir;           // the content-addressed layer store ("" = <state_dir>/layers); may be
+                                    // shared by several shims: layers only ever appear, atomically
   std::string envd_version;         // recorded on every built template
   size_t max_concurrent_builds = 1;
   uint64_t max_upload_bytes = uint64_t{1} << 30;
   std::chrono::milliseconds ready_limit{600000};  // finalize: the ready command must pass within it
   uint16_t agent_port = 49983;
+  std::string registry_ca;          // extra trust for image pulls (PEM file), "" = none
+  int64_t step_timeout_s = 3600;    // lifetime of a build sandbox (one step)
 };
 
 class TemplateService final : public TemplateBuilds {
@@ -52,6 +56,12 @@ class TemplateService final : public TemplateBuilds {
   void remove_tags(const std::string& team_id, const std::string& name, const std::vector<std::string>& tags) override;
   std::vector<TemplateTag> tags(const std::string& team_id, const std::string& template_id) override;
 
+  // Built-in templates (operator only, through the admin socket): public, no team, the
+  // template id is the definition's name; `fromDebian` is allowed as a source.
+  RegisteredBuild register_builtin(const builder::TemplateDefinition& definition);
+  void start_builtin_build(const std::string& template_id, const std::string& build_id, builder::BuildPlan plan);
+  BuildStatusPage builtin_status(const std::string& template_id, const std::string& build_id, size_t logs_offset);
+
   // Tests and benchmarks: the layer store in use.
   const builder::LayerStore& layers() const { return layers_; }
 
@@ -65,11 +75,14 @@ class TemplateService final : public TemplateBuilds {
   struct ActiveBuild {
     TemplateBuild record;
     std::vector<std::string> tags;  // to assign once ready
-    std::optional<int> cpu_count, memory_mb;
+    std::optional<int> cpu_count, memory_mb, disk_size_mb;
   };
   class Run;
 
-  Template owned_template(const std::string& team_id, const std::string& template_id);
+  // The template `template_id` (or alias) of `team_id`; with `builtin`, of no team instead.
+  Template owned_template(const std::string& team_id, const std::string& template_id, bool builtin = false);
+  void queue_build(const std::string& team_id, const Template& tpl, const std::string& build_id, builder::BuildPlan plan);
+  BuildStatusPage status_of(const Template& tpl, const std::string& build_id, size_t logs_offset);
   std::string upload_token(const std::string& template_id, const std::string& hash) const;
   std::string archive_path(const std::string& template_id, const std::string& hash) const;
   void pump();

@@ -92,6 +92,16 @@ CREATE TABLE template_tags (
   PRIMARY KEY (template_id, tag)
 );
 )sql",
+    // 3: team access tokens (hashes only), the CLI's credential.
+    R"sql(
+CREATE TABLE access_tokens (
+  hash       TEXT PRIMARY KEY,
+  team_id    TEXT NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+  mask       TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX access_tokens_team ON access_tokens(team_id);
+)sql",
 };
 
 }  // namespace

@@ -32,6 +32,13 @@ struct ApiKey {
   TimePoint created_at{};
 };
 
+struct AccessToken {
+  std::string hash;     // hex SHA-256 of the whole token; the token itself is never stored
+  std::string team_id;
+  std::string mask;     // "sk_e2b_1234…cdef"
+  TimePoint created_at{};
+};
+
 // A template as sandboxes start it: the stack of layers of its latest ready build plus how its
 // start command runs. Built-in templates have no team and are public.
 struct Template {

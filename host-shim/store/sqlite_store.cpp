@@ -181,6 +181,24 @@ class SqliteStore final : public Store {
     return team_for_key_->text(0);
   }
 
+  void add_access_token(const AccessToken& token) override {
+    std::lock_guard lock(mu_);
+    Use use(*insert_token_);
+    insert_token_->bind(1, token.hash);
+    insert_token_->bind(2, token.team_id);
+    insert_token_->bind(3, token.mask);
+    insert_token_->bind(4, to_ns(token.created_at));
+    insert_token_->run();
+  }
+
+  std::optional<std::string> team_for_access_token_hash(std::string_view hash) override {
+    std::lock_guard lock(mu_);
+    Use use(*team_for_token_);
+    team_for_token_->bind(1, hash);
+    if (!team_for_token_->step()) return std::nullopt;
+    return team_for_token_->text(0);
+  }
+
   void upsert_template(const Template& tpl) override {
     std::lock_guard lock(mu_);
     sqlite::Transaction tx(conn_);
@@ -413,6 +431,8 @@ class SqliteStore final : public Store {
     insert_team_ = make("INSERT OR IGNORE INTO teams (id, name, created_at) VALUES (?1, ?2, ?3)");
     insert_key_ = make("INSERT INTO api_keys (hash, team_id, mask, created_at) VALUES (?1, ?2, ?3, ?4)");
     team_for_key_ = make("SELECT team_id FROM api_keys WHERE hash = ?1");
+    insert_token_ = make("INSERT INTO access_tokens (hash, team_id, mask, created_at) VALUES (?1, ?2, ?3, ?4)");
+    team_for_token_ = make("SELECT team_id FROM access_tokens WHERE hash = ?1");
     // created_at keeps its first value: re-registering a template at every start is an update.
     upsert_template_ = make(std::string("INSERT INTO templates (") + kTemplateColumns +
                             ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
@@ -573,6 +593,7 @@ class SqliteStore final : public Store {
   std::mutex mu_;
   sqlite::Connection conn_;
   std::unique_ptr<Statement> team_by_name_, team_by_id_, insert_team_, insert_key_, team_for_key_,
+      insert_token_, team_for_token_,
       upsert_template_, delete_aliases_, alias_owner_, insert_alias_, aliases_of_, template_by_id_,
       all_templates_, delete_template_, upsert_build_, build_by_id_, set_tag_, remove_tag_, tags_of_,
       layers_in_use_, insert_sandbox_, update_sandbox_, sandbox_by_id_, live_sandboxes_, list_sandboxes_,

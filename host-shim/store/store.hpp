@@ -21,11 +21,14 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Teams and API keys.
+  // Teams, API keys and access tokens.
   virtual Team ensure_team(std::string_view name) = 0;  // creates it on first use
   virtual std::optional<Team> team_by_id(std::string_view id) = 0;
   virtual void add_api_key(const ApiKey& key) = 0;
   virtual std::optional<std::string> team_for_key_hash(std::string_view hash) = 0;
+  // Team access tokens (the CLI's Bearer credential), by hash like API keys.
+  virtual void add_access_token(const AccessToken& token) = 0;
+  virtual std::optional<std::string> team_for_access_token_hash(std::string_view hash) = 0;
 
   // Templates.
   virtual void upsert_template(const Template& tpl) = 0;

@@ -28,11 +28,16 @@
 #     with an HTTP server on 10.99.0.2:8080: an "outside" host sandboxes reach through the NAT
 #   an HTTP "canary" on 0.0.0.0:<ephemeral> of the host: something sandboxes must NOT reach
 #
-# The tests get E2B_API_KEY (team e2e), COVE_OTHER_TEAM_KEY (team other), COVE_CONFIG, COVE_BIN,
+# The tests get E2B_API_KEY (team e2e), COVE_OTHER_TEAM_KEY (team other), COVE_ACCESS_TOKEN (an
+# access token of team e2e, for the CLI's E2B_ACCESS_TOKEN), COVE_CONFIG, COVE_BIN,
 # COVE_SHIMCTL, COVE_E2E_STATE, COVE_OUTSIDE_URL, COVE_OUTSIDE_NETNS, COVE_HOST_CANARY_PORT,
 # COVE_BRIDGE_ADDR, COVE_OUTSIDE_HOST_ADDR, COVE_API_PORT, COVE_SANDBOX_PORT; the plain phase
 # E2B_API_URL and E2B_SANDBOX_URL; the TLS phases E2B_DOMAIN, NODE_EXTRA_CA_CERTS and
 # COVE_E2E_HTTP2 (1 or 0), and never E2B_API_URL, E2B_SANDBOX_URL or E2B_DEBUG.
+# When TLS tests run, a test OCI registry runs too (registry.sh: docker-registry on
+# 127.0.0.1:${COVE_E2E_REGISTRY_PORT:-5443}, HTTPS with its own CA, which the shim trusts through
+# `registry_ca`); the TLS phases get COVE_REGISTRY, COVE_REGISTRY_USER, COVE_REGISTRY_PASSWORD,
+# COVE_REGISTRY_IMAGE, COVE_REGISTRY_IMAGE_DOCKER and COVE_REGISTRY_IMAGE_LIST.
 # Exit status: non-zero if anything fails; each phase's TAP summary ("# pass N" / "# fail N")
 # ends its output.
 set -euo pipefail
@@ -41,6 +46,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 # shellcheck source=lib.sh
 source "$here/lib.sh"
+# shellcheck source=registry.sh
+source "$here/registry.sh"
 
 build=${COVE_BUILD_DIR:-$repo/build}
 cove=$build/bin/cove
@@ -225,6 +232,7 @@ cleanup() {
     tail -n 100 "$state/shim.log" >&2
   fi
   shim_stop TERM 5
+  registry_stop
   if compgen -G "$state/sandboxes/*" >/dev/null; then
     # The shim removes a sandbox's directory when it is destroyed; what is left was not.
     log "sandbox directories left after the shim stopped: $(cd "$state/sandboxes" && echo *)"
@@ -286,7 +294,9 @@ toml_list() {
   printf '[%s]' "$out"
 }
 write_config() {
-  local api=() sbx=() tls=() domain="" http2=true
+  local api=() sbx=() tls=() domain="" http2=true ca_line=""
+  # The test registry's CA, once it runs (registry.sh).
+  [[ -z $registry_ca ]] || ca_line="registry_ca = \"$registry_ca\""
   case $1 in
     plain) api=("127.0.0.1:$api_port") sbx=("127.0.0.1:$sandbox_port") ;;
     tls-h2) tls=("127.0.0.1:$tls_port" "[::1]:$tls_port") domain=$tls_domain ;;
@@ -300,6 +310,7 @@ sandbox_listen = $(toml_list "${sbx[@]}")
 tls_listen = $(toml_list "${tls[@]}")
 http2 = $http2
 domain = "$domain"
+$ca_line
 state_dir = "$state"
 agent_path = "$agent"
 default_timeout_s = 300
@@ -328,6 +339,9 @@ new_key() {
 E2B_API_KEY=$(new_key e2e)
 COVE_OTHER_TEAM_KEY=$(new_key other)
 [[ $E2B_API_KEY != "$COVE_OTHER_TEAM_KEY" ]] || die "cove key create printed the same key twice"
+COVE_ACCESS_TOKEN=$("$cove" token create --team e2e --config "$COVE_CONFIG" 2>>"$state/cli.log") ||
+  die "cove token create --team e2e failed: $(tail -n 5 "$state/cli.log")"
+[[ $COVE_ACCESS_TOKEN =~ ^sk_e2b_[0-9a-f]{40}$ ]] || die "cove token create printed no sk_e2b_ token"
 
 # 6. The outside host: its own netns, a /30 to the host, an HTTP server with a marker page.
 www=$state/outside-www
@@ -371,8 +385,13 @@ until [[ -f $state/canary.port ]]; do
 done
 canary_port=$(<"$state/canary.port")
 
+# The test registry for fromImage (TLS phases only); every phase's config names its CA.
+if ((${#tls_tests[@]})); then
+  registry_start "$state/registry" "$rootfs"
+fi
+
 # 7. What every phase's tests get.
-export E2B_API_KEY COVE_OTHER_TEAM_KEY
+export E2B_API_KEY COVE_OTHER_TEAM_KEY COVE_ACCESS_TOKEN
 export COVE_SHIMCTL=$here/shimctl.sh
 export COVE_OUTSIDE_URL=http://$out_ns_addr:$out_port/
 export COVE_OUTSIDE_NETNS=$out_ns
@@ -437,6 +456,7 @@ if ((${#tls_tests[@]})); then
     [[ $phase == tls-h1 ]] && http2=0
     rc=0
     run_phase "$phase" "E2B_DOMAIN=$tls_domain" "NODE_EXTRA_CA_CERTS=$state/ca.pem" "COVE_E2E_HTTP2=$http2" \
+      "${registry_env[@]}" \
       -- "${tls_tests[@]}" || rc=$?
     ((rc == 0)) || note_failure "$phase" "$rc"
   done

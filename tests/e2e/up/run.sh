@@ -40,10 +40,10 @@ else
   log "starting make up (its output: $work/up.log)"
   (cd "$repo" && exec setsid env BUILD="${BUILD:-build}" tools/up.sh) </dev/null >"$work/up.log" 2>&1 &
   shim_pid=$!
-  deadline=$((SECONDS + 900))  # a fresh machine builds the rootfs here
-  until grep -q '^cove: ready' "$work/up.log"; do
-    kill -0 "$shim_pid" 2>/dev/null || { tail -n 30 "$work/up.log" >&2; die "make up exited before the shim was ready"; }
-    ((SECONDS < deadline)) || { tail -n 30 "$work/up.log" >&2; die "make up did not get ready in 900 s"; }
+  deadline=$((SECONDS + 1800))  # a fresh machine builds the built-in templates here
+  until grep -q '^up: ready' "$work/up.log"; do
+    kill -0 "$shim_pid" 2>/dev/null || { tail -n 30 "$work/up.log" >&2; die "make up exited before it was ready"; }
+    ((SECONDS < deadline)) || { tail -n 30 "$work/up.log" >&2; die "make up did not get ready in 1800 s"; }
     sleep 0.5
   done
   # The printed state: how to use it, and the edge's listeners.

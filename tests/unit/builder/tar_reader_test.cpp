@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -711,6 +712,87 @@ TEST(TarRefusals, RandomlyDamagedArchivesFailCleanly) {
   }
   EXPECT_GT(failures, 0u);
   EXPECT_EQ(failures + successes, 200u);
+}
+
+// Image layers: archived owners, xattrs and special members (SpecialFiles::report, nullopt owner).
+TEST(TarArchivedOwners, OwnersXattrsAndSpecialMembers) {
+  ASSERT_EQ(::geteuid(), 0u) << "needs root (chown, mknod)";
+  TempDir tmp;
+  const std::string src = tmp / "src";
+  fs::create_directories(src + "/d");
+  write_file(src + "/d/f", "data", 0640);
+  ASSERT_EQ(::chown((src + "/d/f").c_str(), 2001, 3002), 0);
+  ASSERT_EQ(::chown((src + "/d").c_str(), 2001, 3002), 0);
+  ASSERT_EQ(::setxattr((src + "/d/f").c_str(), "user.k", "v\nw", 3, 0), 0);
+  ASSERT_EQ(::mknod((src + "/d/null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+  ASSERT_EQ(::mkfifo((src + "/d/pipe").c_str(), 0600), 0);
+  const std::string archive = tmp / "a.tar";
+  run("tar --numeric-owner --xattrs --xattrs-include='user.*' -C '" + src + "' -cf '" + archive + "' d");
+
+  // The default reader still refuses devices (build contexts never carry them).
+  EXPECT_NE(list_error(archive).find(" are not allowed"), std::string::npos);  // the device or the fifo, by dir order
+
+  std::vector<TarEntry> entries;
+  {
+    TarReader reader(archive, SpecialFiles::report);
+    while (auto e = reader.next()) entries.push_back(*e);
+  }
+  const TarEntry* f = find(entries, "d/f");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->uid, 2001u);
+  EXPECT_EQ(f->gid, 3002u);
+  ASSERT_EQ(f->xattrs.size(), 1u);
+  EXPECT_EQ(f->xattrs[0].first, "user.k");
+  EXPECT_EQ(f->xattrs[0].second, "v\nw");
+  const TarEntry* dev = find(entries, "d/null");
+  ASSERT_NE(dev, nullptr);
+  EXPECT_EQ(dev->type, EntryType::char_device);
+  EXPECT_EQ(dev->dev_major, 1u);
+  EXPECT_EQ(dev->dev_minor, 3u);
+  ASSERT_NE(find(entries, "d/pipe"), nullptr);
+  EXPECT_EQ(find(entries, "d/pipe")->type, EntryType::fifo);
+
+  auto extract_with = [&](const std::string& dest, std::optional<ExtractOwner> owner, ExtractPolicy policy,
+                          bool skip_devices) {
+    fs::create_directories(dest);
+    TarReader reader(archive, SpecialFiles::report);
+    const int fd = ::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    try {
+      extract(reader, fd, [&](const TarEntry& e) {
+        return skip_devices && e.type == EntryType::char_device ? std::string() : e.path;
+      }, owner, policy);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+  };
+  // Devices are never created, whatever the policy.
+  EXPECT_THROW(extract_with(tmp / "x1", std::nullopt, ExtractPolicy{.fifos = true, .xattrs = true}, false), TarError);
+  // Fifos only when allowed.
+  EXPECT_THROW(extract_with(tmp / "x2", std::nullopt, ExtractPolicy{}, true), TarError);
+
+  const std::string kept = tmp / "kept";
+  extract_with(kept, std::nullopt, ExtractPolicy{.fifos = true, .xattrs = true}, true);
+  struct stat st {};
+  ASSERT_EQ(::lstat((kept + "/d/f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 2001u);
+  EXPECT_EQ(st.st_gid, 3002u);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  ASSERT_EQ(::lstat((kept + "/d").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 2001u);
+  ASSERT_EQ(::lstat((kept + "/d/pipe").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  char buf[8];
+  EXPECT_EQ(::lgetxattr((kept + "/d/f").c_str(), "user.k", buf, sizeof buf), 3);
+
+  // A fixed owner still wins over the archive's, and xattrs stay off unless asked for.
+  const std::string fixed = tmp / "fixed";
+  extract_with(fixed, ExtractOwner{kUid, kGid}, ExtractPolicy{.fifos = true}, true);
+  ASSERT_EQ(::lstat((fixed + "/d/f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, kUid);
+  EXPECT_EQ(st.st_gid, kGid);
+  EXPECT_LT(::lgetxattr((fixed + "/d/f").c_str(), "user.k", buf, sizeof buf), 0);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -27,6 +28,8 @@ using namespace std::chrono;
 
 constexpr const char* kKey = "e2b_0123456789abcdef0123456789abcdef01234567";
 constexpr const char* kOtherKey = "e2b_ffffffffffffffffffffffffffffffffffffffff";
+constexpr const char* kToken = "sk_e2b_0123456789abcdef0123456789abcdef01234567";
+constexpr const char* kOtherToken = "sk_e2b_ffffffffffffffffffffffffffffffffffffffff";
 
 // In-memory lifecycle: sandboxes per team, newest first, pages of `limit` with the index as token.
 class FakeLifecycle final : public Lifecycle {
@@ -163,6 +166,12 @@ class FakeLifecycle final : public Lifecycle {
     if (key == kOtherKey) return "team_b";
     return std::nullopt;
   }
+  std::optional<Team> team_for_access_token(const std::string& token) override {
+    ++token_lookups;
+    if (token == kToken) return Team{"team_a", "acme", {}};
+    if (token == kOtherToken) return Team{"team_b", "other", {}};
+    return std::nullopt;
+  }
 
   void pause(const std::string& id) {
     std::lock_guard lock(mu_);
@@ -176,6 +185,7 @@ class FakeLifecycle final : public Lifecycle {
   std::optional<int64_t> last_connect_timeout = -1;
   std::optional<ListRequest> last_list;
   int list_calls = 0;
+  std::atomic<int> token_lookups = 0;
   int64_t last_timeout = -1, last_refresh = -1;
   std::pair<std::optional<TimePoint>, std::optional<TimePoint>> last_window;
 
@@ -291,6 +301,14 @@ class ControlPlaneTest : public ::testing::Test {
     }
     return exchange(raw);
   }
+
+  // A request with exactly the given header lines ("Name: value\r\n" each) and no body.
+  Response request_with(const std::string& method, const std::string& target, const std::string& headers) {
+    return exchange(method + " " + target + " HTTP/1.1\r\nHost: api.cove.test\r\nConnection: close\r\n" + headers +
+                    (method == "POST" ? "Content-Length: 0\r\n" : "") + "\r\n");
+  }
+  static std::string bearer(const std::string& token) { return "Authorization: Bearer " + token + "\r\n"; }
+  static std::string api_key(const std::string& key) { return "X-API-Key: " + key + "\r\n"; }
 
   // Every error is `{"code": status, "message": string}` as application/json.
   static void expect_error(const Response& r, int status) {
@@ -515,6 +533,77 @@ TEST_F(ControlPlaneTest, Templates) {
   EXPECT_EQ(a.json_body(), json::parse(R"({"templateID":"base","public":true})"));
   EXPECT_EQ(request("GET", "/templates/aliases/team%2Fbase").status, 200);
   expect_error(request("GET", "/templates/aliases/nope"), 404);
+}
+
+TEST_F(ControlPlaneTest, AccessTokenAuthenticatesTheTemplateOperations) {
+  auto r = request_with("GET", "/templates", bearer(kToken));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json_body()[0]["templateID"], "base");
+  // The scheme is case-insensitive; surrounding blanks are not part of the token.
+  EXPECT_EQ(request_with("GET", "/templates", std::string("authorization: bearer  ") + kToken + " \r\n").status, 200);
+  // Template operations the spec opens to access tokens get past authentication to what serves them.
+  expect_error(request_with("GET", "/templates/t1/builds/b1/logs", bearer(kToken)), 501);
+  expect_error(request_with("PATCH", "/templates/t1", bearer(kToken)), 501);
+}
+
+TEST_F(ControlPlaneTest, InvalidAccessTokenIs401WithoutEchoingIt) {
+  const std::string wrong = "sk_e2b_deadbeefdeadbeefdeadbeefdeadbeefdeadbeef";
+  auto r = request_with("GET", "/templates", bearer(wrong));
+  expect_error(r, 401);
+  EXPECT_EQ(r.json_body(), json::parse(R"({"code":401,"message":"Invalid access token"})"));
+  EXPECT_EQ(r.body.find("deadbeef"), std::string::npos);
+  expect_error(request_with("GET", "/templates", bearer("")), 401);
+  expect_error(request_with("GET", "/templates", bearer("e2b_0123456789abcdef0123456789abcdef01234567")), 401);
+  // Another scheme is no access token at all: the API key is what is missing then.
+  auto basic = request_with("GET", "/templates", std::string("Authorization: Basic ") + kToken + "\r\n");
+  expect_error(basic, 401);
+  EXPECT_EQ(basic.json_body()["message"], "API key is missing");
+}
+
+TEST_F(ControlPlaneTest, AccessTokensDoNotReachSandboxes) {
+  // The spec gives the sandbox operations ApiKeyAuth only.
+  for (auto [method, target] : std::vector<std::pair<const char*, const char*>>{
+           {"GET", "/v2/sandboxes"}, {"POST", "/sandboxes"}, {"GET", "/sandboxes/abc"},
+           {"GET", "/templates/aliases/base"}, {"POST", "/sandboxes/abc/pause"}}) {
+    auto r = request_with(method, target, bearer(kToken));
+    expect_error(r, 401);
+    EXPECT_EQ(r.json_body()["message"], "API key is missing") << method << " " << target;
+  }
+  EXPECT_EQ(lifecycle_.token_lookups, 0);
+}
+
+TEST_F(ControlPlaneTest, EitherValidCredentialAdmitsWhenBothAreSent) {
+  const std::string bad_token = bearer("sk_e2b_0000000000000000000000000000000000000000");
+  const std::string bad_key = api_key("e2b_0000000000000000000000000000000000000000");
+  EXPECT_EQ(request_with("GET", "/templates", bearer(kToken) + bad_key).status, 200);
+  EXPECT_EQ(request_with("GET", "/templates", bad_token + api_key(kKey)).status, 200);
+  auto both_bad = request_with("GET", "/templates", bad_token + bad_key);
+  expect_error(both_bad, 401);
+  EXPECT_EQ(both_bad.json_body()["message"], "Invalid API key");
+}
+
+TEST_F(ControlPlaneTest, TemplatesOfAnotherTeamIdAre403) {
+  EXPECT_EQ(request_with("GET", "/templates?teamID=team_a", bearer(kToken)).status, 200);
+  EXPECT_EQ(request_with("GET", "/templates?teamID=", bearer(kToken)).status, 200);
+  expect_error(request_with("GET", "/templates?teamID=team_b", bearer(kToken)), 403);
+  expect_error(request_with("GET", "/templates?teamID=team_a", api_key(kOtherKey)), 403);
+  EXPECT_EQ(request_with("GET", "/templates?teamID=team_b", bearer(kOtherToken)).status, 200);
+}
+
+TEST_F(ControlPlaneTest, TeamsListsTheAccessTokensTeamWithoutSecrets) {
+  auto r = request_with("GET", "/teams", bearer(kToken));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers["content-type"], "application/json");
+  EXPECT_EQ(r.json_body(), json::parse(R"([{"teamID":"team_a","name":"acme","isDefault":true}])"));
+  EXPECT_EQ(request_with("GET", "/teams", bearer(kOtherToken)).json_body()[0]["teamID"], "team_b");
+  // Only an access token: the spec gives /teams no API-key scheme.
+  auto with_key = request_with("GET", "/teams", api_key(kKey));
+  expect_error(with_key, 401);
+  EXPECT_EQ(with_key.json_body()["message"], "Access token is missing");
+  auto wrong = request_with("GET", "/teams", bearer("sk_e2b_1111111111111111111111111111111111111111"));
+  expect_error(wrong, 401);
+  EXPECT_EQ(wrong.json_body()["message"], "Invalid access token");
+  expect_error(request_with("POST", "/teams", bearer(kToken)), 405);
 }
 
 TEST_F(ControlPlaneTest, UnknownWrongMethodAndUnimplemented) {

@@ -36,6 +36,29 @@ TEST(Routes, ImplementedEndpoints) {
   }
 }
 
+TEST(Routes, AccessTokensOnlyWhereTheSpecListsAccessTokenAuth) {
+  for (auto [method, path] : std::vector<std::pair<const char*, const char*>>{
+           {"GET", "/teams"}, {"GET", "/templates"}, {"POST", "/templates"}, {"GET", "/v2/templates"},
+           {"DELETE", "/templates/t1"}, {"POST", "/templates/t1"}, {"PATCH", "/templates/t1"},
+           {"PATCH", "/v2/templates/t1"}, {"GET", "/templates/t1/files/h1"}, {"POST", "/templates/t1/builds/b1"},
+           {"GET", "/templates/t1/builds/b1/status"}, {"GET", "/templates/t1/builds/b1/logs"}}) {
+    auto m = match_route(method, path);
+    EXPECT_EQ(m.kind, Kind::found) << method << " " << path;
+    EXPECT_TRUE(m.access_token) << method << " " << path;
+  }
+  for (auto [method, path] : std::vector<std::pair<const char*, const char*>>{
+           {"GET", "/v2/sandboxes"}, {"POST", "/sandboxes"}, {"GET", "/sandboxes/abc"}, {"DELETE", "/sandboxes/abc"},
+           {"GET", "/templates/t1"}, {"GET", "/templates/aliases/base"}, {"POST", "/v3/templates"},
+           {"POST", "/v2/templates"}, {"POST", "/v2/templates/t1/builds/b1"}, {"POST", "/templates/tags"},
+           {"GET", "/templates/t1/tags"}, {"GET", "/teams/t1/metrics"}, {"GET", "/health"}}) {
+    auto m = match_route(method, path);
+    EXPECT_EQ(m.kind, Kind::found) << method << " " << path;
+    EXPECT_FALSE(m.access_token) << method << " " << path;
+  }
+  EXPECT_EQ(match_route("GET", "/teams").endpoint, Endpoint::teams);
+  EXPECT_FALSE(match_route("POST", "/teams").access_token);  // wrong method: nothing to authenticate
+}
+
 TEST(Routes, ParametersAreCollectedRaw) {
   auto m = match_route("POST", "/v2/sandboxes/abc-6532622b/connect");
   EXPECT_EQ(m.pattern, "/v2/sandboxes/{sandboxID}/connect");

@@ -231,6 +231,7 @@ class FakeLifecycle : public Lifecycle {
   std::vector<Template> templates() override { return {}; }
   std::optional<Template> template_by_alias(const std::string&) override { return std::nullopt; }
   std::optional<std::string> team_for_api_key(const std::string&) override { return std::nullopt; }
+  std::optional<Team> team_for_access_token(const std::string&) override { return std::nullopt; }
 
  private:
   net::io_context& ctx_;

@@ -48,6 +48,16 @@ class FakeStore final : public Store {
     if (it == keys_.end()) return std::nullopt;
     return it->second.team_id;
   }
+  void add_access_token(const AccessToken& token) override {
+    std::lock_guard lock(mu_);
+    tokens_[token.hash] = token;
+  }
+  std::optional<std::string> team_for_access_token_hash(std::string_view hash) override {
+    std::lock_guard lock(mu_);
+    auto it = tokens_.find(std::string(hash));
+    if (it == tokens_.end()) return std::nullopt;
+    return it->second.team_id;
+  }
   void upsert_template(const Template& tpl) override {
     std::lock_guard lock(mu_);
     templates_[tpl.id] = tpl;
@@ -130,6 +140,7 @@ class FakeStore final : public Store {
   std::mutex mu_;
   std::map<std::string, Team> teams_;
   std::map<std::string, ApiKey> keys_;
+  std::map<std::string, AccessToken> tokens_;
   std::map<std::string, Template> templates_;
   std::map<std::string, SandboxRecord> sandboxes_;
 };

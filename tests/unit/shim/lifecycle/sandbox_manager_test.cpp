@@ -4,6 +4,7 @@
 #include <boost/asio/use_future.hpp>
 #include <gtest/gtest.h>
 
+#include "auth/access_tokens.hpp"
 #include "auth/api_keys.hpp"
 #include "fakes.hpp"
 
@@ -325,6 +326,23 @@ TEST_F(SandboxManagerTest, ApiKeysResolveToTeams) {
   EXPECT_EQ(manager->team_for_api_key(key), team.id);
   EXPECT_EQ(manager->team_for_api_key("e2b_" + std::string(40, '0')), std::nullopt);
   EXPECT_EQ(manager->team_for_api_key("not-a-key"), std::nullopt);
+}
+
+TEST_F(SandboxManagerTest, AccessTokensResolveToTeamsButNotAsApiKeys) {
+  auto team = store.ensure_team("acme");
+  std::string token = generate_access_token();
+  store.add_access_token(AccessToken{hash_access_token(token), team.id, mask_access_token(token), Clock::now()});
+  auto found = manager->team_for_access_token(token);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, team.id);
+  EXPECT_EQ(found->name, "acme");
+  EXPECT_EQ(manager->team_for_access_token("sk_e2b_" + std::string(40, '0')), std::nullopt);
+  EXPECT_EQ(manager->team_for_access_token("not-a-token"), std::nullopt);
+  EXPECT_EQ(manager->team_for_api_key(token), std::nullopt);
+  // An API key's hash stored as a token still needs a token's format to be accepted.
+  std::string key = generate_api_key();
+  store.add_access_token(AccessToken{hash_api_key(key), team.id, mask_api_key(key), Clock::now()});
+  EXPECT_EQ(manager->team_for_access_token(key), std::nullopt);
 }
 
 TEST_F(SandboxManagerTest, ReconcileKeepsSurvivorsAndCleansTheRest) {

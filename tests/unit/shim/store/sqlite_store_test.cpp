@@ -281,6 +281,7 @@ TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
     auto store = open();
     team_id = store->ensure_team("default").id;
     store->add_api_key(ApiKey{"hash1", team_id, "e2b_1234\u2026cdef", at(5)});
+    store->add_access_token(AccessToken{"tokenhash1", team_id, "sk_e2b_1234\u2026cdef", at(6)});
     Template t;
     t.id = "base";
     t.aliases = {"base-v1"};
@@ -290,6 +291,7 @@ TEST_F(SqliteStoreTest, ReopenKeepsEverything) {
   auto store = open();
   EXPECT_EQ(store->ensure_team("default").id, team_id);
   EXPECT_EQ(store->team_for_key_hash("hash1"), team_id);
+  EXPECT_EQ(store->team_for_access_token_hash("tokenhash1"), team_id);
   EXPECT_TRUE(store->template_by_id_or_alias("base-v1"));
   ASSERT_TRUE(store->sandbox("s"));
   EXPECT_EQ(store->sandbox("s")->started_at, at(9));
@@ -369,6 +371,42 @@ TEST_F(SqliteStoreTest, ApiKeysResolveToTheirTeam) {
   EXPECT_THROW(store->add_api_key(ApiKey{"h1", t.id, "m", at(1)}), StoreError);
   // A key must belong to a team that exists.
   EXPECT_THROW(store->add_api_key(ApiKey{"h3", "team_nobody", "m", at(1)}), StoreError);
+}
+
+TEST_F(SqliteStoreTest, AccessTokensResolveToTheirTeamApartFromApiKeys) {
+  auto store = open();
+  Team t = store->ensure_team("default");
+  Team other = store->ensure_team("other");
+  store->add_access_token(AccessToken{"t1", t.id, "sk_e2b_1234\u2026cdef", at(1)});
+  store->add_access_token(AccessToken{"t2", other.id, "m", at(2)});
+  store->add_api_key(ApiKey{"k1", t.id, "m", at(1)});
+  EXPECT_EQ(store->team_for_access_token_hash("t1"), t.id);
+  EXPECT_EQ(store->team_for_access_token_hash("t2"), other.id);
+  EXPECT_FALSE(store->team_for_access_token_hash("t3"));
+  // Tokens and keys are separate credentials: neither hash resolves as the other.
+  EXPECT_FALSE(store->team_for_access_token_hash("k1"));
+  EXPECT_FALSE(store->team_for_key_hash("t1"));
+  EXPECT_THROW(store->add_access_token(AccessToken{"t1", t.id, "m", at(1)}), StoreError);
+  EXPECT_THROW(store->add_access_token(AccessToken{"t4", "team_nobody", "m", at(1)}), StoreError);
+}
+
+TEST_F(SqliteStoreTest, MigrationToAccessTokensKeepsAnOlderDatabasesKeys) {
+  std::string team_id;
+  {
+    auto store = open();
+    team_id = store->ensure_team("default").id;
+    store->add_api_key(ApiKey{"k1", team_id, "m", at(1)});
+  }
+  // Back to schema 2, as a database written before access tokens existed.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE access_tokens; PRAGMA user_version = 2", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = open();
+  EXPECT_EQ(store->team_for_key_hash("k1"), team_id);
+  store->add_access_token(AccessToken{"t1", team_id, "m", at(3)});
+  EXPECT_EQ(store->team_for_access_token_hash("t1"), team_id);
 }
 
 TEST_F(SqliteStoreTest, TemplatesResolveByIdOrAliasAndUpsertKeepsCreation) {
