@@ -12,6 +12,7 @@
 
 #include "rootfs-builder/content_digest.hpp"
 #include "rootfs-builder/tar_reader.hpp"
+#include "rootfs-builder/unique_fd.hpp"
 
 namespace cove::builder {
 namespace {
@@ -19,20 +20,6 @@ namespace {
 constexpr std::string_view kWhiteoutPrefix = ".wh.";
 constexpr std::string_view kOpaqueMarker = ".wh..wh..opq";
 constexpr std::string_view kWhiteoutMeta = ".wh..wh.";  // aufs bookkeeping (.wh..wh.plnk, …): ignored
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string printable(const std::string& s) {
   std::string out;
@@ -105,7 +92,7 @@ UnpackedLayer unpack_image_layer(const std::string& blob_path, int dest_dir_fd) 
   {
     // zstd would otherwise read as a plain tar with a bad checksum: say what it is.
     unsigned char magic[4] = {0, 0, 0, 0};
-    Fd fd(::open(blob_path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(blob_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() >= 0 && ::read(fd.get(), magic, 4) == 4 && magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f &&
         magic[3] == 0xfd) {
       throw TarError("zstd-compressed layers are not supported");
@@ -139,7 +126,7 @@ UnpackedLayer unpack_image_layer(const std::string& blob_path, int dest_dir_fd) 
       std::nullopt, ExtractPolicy{.fifos = true, .xattrs = true});
 
   for (const auto& w : whiteouts) {
-    Fd dir(open_dir(dest_dir_fd, w.dir));
+    UniqueFd dir(open_dir(dest_dir_fd, w.dir));
     const std::string shown = w.dir.empty() ? w.name : w.dir + "/" + w.name;
     if (w.name.empty()) {
       keeping_mtime(dir.get(), [&] {

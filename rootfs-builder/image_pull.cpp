@@ -13,6 +13,7 @@
 #include "rootfs-builder/image_layers.hpp"
 #include "rootfs-builder/image_reference.hpp"
 #include "rootfs-builder/tar_reader.hpp"
+#include "rootfs-builder/unique_fd.hpp"
 
 namespace cove::builder {
 namespace {
@@ -24,20 +25,6 @@ std::string mib(uint64_t bytes) {
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return buf;
 }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Removes staging dirs unless released: a failed pull leaves nothing behind in the store.
 class Staging {
@@ -73,7 +60,7 @@ std::string download_layer(RegistryClient& client, const Descriptor& layer, cons
   Staging blob_dir(store);
   const std::string blob = blob_dir.dir() + "/blob";
   {
-    Fd out(::open(blob.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    UniqueFd out(::open(blob.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (out.get() < 0) throw std::system_error(errno, std::generic_category(), "create a layer download file");
     Sha256Digest digest;
     client.get_blob(layer.digest, layer.size, [&](const char* data, size_t n) {
@@ -93,7 +80,7 @@ std::string download_layer(RegistryClient& client, const Descriptor& layer, cons
   }
   Staging tree(store);
   {
-    Fd dir(::open(tree.dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd dir(::open(tree.dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir.get() < 0) throw std::system_error(errno, std::generic_category(), "open a layer staging dir");
     try {
       unpack_image_layer(blob, dir.get());

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rootfs-builder/unique_fd.hpp"
+
 namespace cove::builder {
 
 namespace {
@@ -519,29 +521,8 @@ void TarReader::read_data(const std::function<void(const char*, size_t)>& sink) 
 
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      if (fd_ >= 0) ::close(fd_);
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 struct Parent {
-  Fd fd;             // the directory holding the final component (-1 = the destination root)
+  UniqueFd fd;       // the directory holding the final component (-1 = the destination root)
   std::string name;  // the final component
   int at(int root) const { return fd.get() >= 0 ? fd.get() : root; }
 };
@@ -579,7 +560,7 @@ class Extractor {
       chown_at(p, e, what);
     }
     if (policy_.xattrs && !e.xattrs.empty()) {
-      Fd dir(::openat(p.at(root_), p.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd dir(::openat(p.at(root_), p.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (dir.get() < 0) fail(what, "cannot open the directory", errno);
       set_xattrs(dir.get(), e, what);
     }
@@ -603,7 +584,7 @@ class Extractor {
     Parent p = parent_of(dest, what);
     make_room(p, what);
     // O_EXCL after unlinking: never writes through an existing link or into another member's inode.
-    Fd fd(::openat(p.at(root_), p.name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    UniqueFd fd(::openat(p.at(root_), p.name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd.get() < 0) fail(what, "cannot create the file", errno);
     reader.read_data([&](const char* data, size_t n) {
       while (n > 0) {
@@ -659,7 +640,7 @@ class Extractor {
   void finish() {
     for (const auto& d : deferred_dirs_) {
       const auto parts = split(d.dest);
-      Fd dir = walk(parts, parts.size(), "", false);
+      UniqueFd dir = walk(parts, parts.size(), "", false);
       if (dir.get() < 0) continue;  // replaced by a later member
       const std::string what = member(d.dest);
       if (d.chown && ::fchown(dir.get(), d.uid, d.gid) != 0) fail(what, "cannot set the owner", errno);
@@ -709,8 +690,8 @@ class Extractor {
   // Opens parts[0..count) one by one below the root, each with O_NOFOLLOW. With `create`, missing
   // directories are made (0755, owned by the owner). Without it, a missing or non-directory component
   // returns -1 when `what` is empty and throws otherwise.
-  Fd walk(const std::vector<std::string>& parts, size_t count, const std::string& what, bool create) {
-    Fd cur;
+  UniqueFd walk(const std::vector<std::string>& parts, size_t count, const std::string& what, bool create) {
+    UniqueFd cur;
     for (size_t i = 0; i < count; ++i) {
       const int at = cur.get() >= 0 ? cur.get() : root_;
       const char* name = parts[i].c_str();
@@ -729,7 +710,7 @@ class Extractor {
       }
       if (fd < 0) {
         const int err = errno;
-        if (what.empty()) return Fd();
+        if (what.empty()) return UniqueFd();
         if (err == ELOOP || err == ENOTDIR) {
           std::string sofar;
           for (size_t j = 0; j <= i; ++j) sofar += (j ? "/" : "") + parts[j];
@@ -737,7 +718,7 @@ class Extractor {
         }
         fail(what, "cannot open a parent directory", err);
       }
-      cur = Fd(fd);
+      cur = UniqueFd(fd);
     }
     return cur;
   }

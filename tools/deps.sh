@@ -40,4 +40,9 @@ if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >/tmp/cove-ap
     exit 1
   }
 fi
+# The tests start docker-registry themselves, on loopback with TLS; the package's own service
+# (plain HTTP on :5000 for every interface) is not wanted.
+if [[ " ${missing[*]} " == *" docker-registry "* ]] && [[ -d /run/systemd/system ]]; then
+  systemctl disable --now docker-registry >/dev/null 2>&1 || true
+fi
 "$here/nsswitch.sh"

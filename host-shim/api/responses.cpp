@@ -113,7 +113,8 @@ json template_json(const Template& t) {
       {"lastSpawnedAt", nullptr},
       {"spawnCount", 0},
       {"buildCount", 1},
-      {"buildStatus", "ready"},
+      // A template is listed with the build it starts; registered but never built → waiting.
+      {"buildStatus", t.build_id.empty() ? "waiting" : "ready"},
       {"envdVersion", t.envd_version},
   };
 }

@@ -80,7 +80,8 @@ SandboxManager::ReconcileReport SandboxManager::reconcile() {
     handled.insert(record.id);
     Entry entry{record};
     bool alive = false;
-    if (record.state == SandboxState::running) {
+    // A build sandbox's build died with the old process: it is torn down, never re-attached.
+    if (record.state == SandboxState::running && record.team_id != kBuilderTeam) {
       try {
         alive = runtime_.recover(record.id);
       } catch (const std::exception& e) {

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "auth/random.hpp"
 #include "lifecycle/agent_commands.hpp"
@@ -105,6 +106,15 @@ TemplateService::TemplateService(net::any_io_executor io, Store& store, SandboxM
       options_(std::move(options)),
       layers_(options_.layers_dir.empty() ? options_.state_dir + "/layers" : options_.layers_dir) {
   layers_.remove_staging_leftovers();
+  // A restart ends every build that was running: say so where clients poll.
+  for (auto& build : store_.unfinished_builds()) {
+    build.status = BuildStatus::error;
+    build.reason = "The build was interrupted by a restart of the shim";
+    build.reason_step = "base";
+    build.logs.push_back({Clock::now(), "error", build.reason, ""});
+    build.finished_at = Clock::now();
+    store_.upsert_build(build);
+  }
   fs::create_directories(options_.state_dir + "/build-files");
   ::chmod((options_.state_dir + "/build-files").c_str(), 0700);
 }
@@ -155,15 +165,20 @@ RegisteredBuild TemplateService::register_template(const std::string& team_id, c
     tpl.created_at = tpl.updated_at = Clock::now();
     store_.upsert_template(tpl);
   }
-  TemplateBuild build;
-  build.template_id = tpl.id;
+  std::string build_id = new_build(tpl.id, ActiveBuild{{}, tags, reg.cpu_count, reg.memory_mb, std::nullopt});
+  return RegisteredBuild{tpl.id, build_id, tpl.aliases, tags, tpl.is_public};
+}
+
+std::string TemplateService::new_build(const std::string& template_id, ActiveBuild active) {
+  TemplateBuild& build = active.record;
+  build.template_id = template_id;
   build.build_id = uuid4();
   build.status = BuildStatus::waiting;
   build.created_at = Clock::now();
   store_.upsert_build(build);
-  ActiveBuild active{build, tags, reg.cpu_count, reg.memory_mb};
-  active_.emplace(build.build_id, std::move(active));
-  return RegisteredBuild{tpl.id, build.build_id, tpl.aliases, tags, tpl.is_public};
+  std::string id = build.build_id;
+  active_.emplace(id, std::move(active));
+  return id;
 }
 
 std::string TemplateService::upload_token(const std::string& template_id, const std::string& hash) const {
@@ -261,13 +276,8 @@ RegisteredBuild TemplateService::register_builtin(const builder::TemplateDefinit
     tpl.created_at = tpl.updated_at = Clock::now();
     store_.upsert_template(tpl);
   }
-  TemplateBuild build;
-  build.template_id = tpl.id;
-  build.build_id = uuid4();
-  build.created_at = Clock::now();
-  store_.upsert_build(build);
-  active_.emplace(build.build_id, ActiveBuild{build, {}, def.cpu_count, def.memory_mb, def.disk_size_mb});
-  return RegisteredBuild{tpl.id, build.build_id, tpl.aliases, {}, true};
+  std::string build_id = new_build(tpl.id, ActiveBuild{{}, {}, def.cpu_count, def.memory_mb, def.disk_size_mb});
+  return RegisteredBuild{tpl.id, build_id, tpl.aliases, {}, true};
 }
 
 void TemplateService::start_builtin_build(const std::string& template_id, const std::string& build_id,
@@ -309,7 +319,7 @@ void TemplateService::queue_build(const std::string& team_id, const Template& tp
 }
 
 void TemplateService::pump() {
-  while (running_ < options_.max_concurrent_builds && !queue_.empty()) {
+  while (!collecting_ && running_ < options_.max_concurrent_builds && !queue_.empty()) {
     ++running_;
     Job job = std::move(queue_.front());
     queue_.pop_front();
@@ -726,6 +736,26 @@ void TemplateService::remove(const std::string& team_id, const std::string& temp
   store_.delete_template(tpl.id);
   std::error_code ec;
   fs::remove_all(options_.state_dir + "/build-files/" + tpl.id, ec);
+  net::co_spawn(io_, collect_garbage(), net::detached);
+}
+
+net::awaitable<void> TemplateService::collect_garbage() {
+  // Only a private layer store, and only while no build runs: a shared store's other users, and a
+  // build's freshly published layers, are not in this database yet.
+  if (!options_.layers_dir.empty() || running_ > 0 || collecting_) co_return;
+  collecting_ = true;  // builds wait for the sweep (pump)
+  std::set<std::string> keep;
+  for (auto& layer : store_.layers_in_use()) keep.insert(std::move(layer));
+  auto sweep = [this, keep] { return layers_.collect_garbage(keep); };
+  size_t removed = 0;
+  try {
+    removed = co_await run_blocking(pool_, std::move(sweep));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cove: layer cleanup: %s\n", e.what());
+  }
+  collecting_ = false;
+  if (removed > 0) std::fprintf(stderr, "cove: removed %zu template layers no template uses\n", removed);
+  pump();
 }
 
 std::pair<std::string, std::vector<std::string>> TemplateService::assign_tags(const std::string& team_id,

@@ -81,11 +81,14 @@ class TemplateService final : public TemplateBuilds {
 
   // The template `template_id` (or alias) of `team_id`; with `builtin`, of no team instead.
   Template owned_template(const std::string& team_id, const std::string& template_id, bool builtin = false);
+  // A new waiting build of the template (stored, and tracked until it finishes); its id.
+  std::string new_build(const std::string& template_id, ActiveBuild active);
   void queue_build(const std::string& team_id, const Template& tpl, const std::string& build_id, builder::BuildPlan plan);
   BuildStatusPage status_of(const Template& tpl, const std::string& build_id, size_t logs_offset);
   std::string upload_token(const std::string& template_id, const std::string& hash) const;
   std::string archive_path(const std::string& template_id, const std::string& hash) const;
   void pump();
+  net::awaitable<void> collect_garbage();
   net::awaitable<void> run(Job job);
 
   net::any_io_executor io_;
@@ -98,6 +101,7 @@ class TemplateService final : public TemplateBuilds {
   std::map<std::string, ActiveBuild> active_;  // by build id, until finished
   std::deque<Job> queue_;
   size_t running_ = 0;
+  bool collecting_ = false;  // a layer sweep runs; builds start after it
 };
 
 }  // namespace cove::shim

@@ -299,6 +299,18 @@ class SqliteStore final : public Store {
     st.bind(1, template_id);
     st.bind(2, build_id);
     if (!st.step()) return std::nullopt;
+    return read_build(st);
+  }
+
+  std::vector<TemplateBuild> unfinished_builds() override {
+    std::lock_guard lock(mu_);
+    std::vector<TemplateBuild> out;
+    Use use(*unfinished_builds_);
+    while (unfinished_builds_->step()) out.push_back(read_build(*unfinished_builds_));
+    return out;
+  }
+
+  static TemplateBuild read_build(const Statement& st) {
     TemplateBuild b;
     b.template_id = st.text(0);
     b.build_id = st.text(1);
@@ -450,6 +462,8 @@ class SqliteStore final : public Store {
                          "finished_at = excluded.finished_at");
     build_by_id_ = make(std::string("SELECT ") + kBuildColumns +
                         " FROM template_builds WHERE template_id = ?1 AND build_id = ?2");
+    unfinished_builds_ = make(std::string("SELECT ") + kBuildColumns +
+                              " FROM template_builds WHERE status IN ('waiting', 'building')");
     set_tag_ = make("INSERT INTO template_tags (template_id, tag, build_id, created_at) VALUES (?1, ?2, ?3, ?4) "
                     "ON CONFLICT (template_id, tag) DO UPDATE SET build_id = excluded.build_id, "
                     "created_at = excluded.created_at");
@@ -595,7 +609,7 @@ class SqliteStore final : public Store {
   std::unique_ptr<Statement> team_by_name_, team_by_id_, insert_team_, insert_key_, team_for_key_,
       insert_token_, team_for_token_,
       upsert_template_, delete_aliases_, alias_owner_, insert_alias_, aliases_of_, template_by_id_,
-      all_templates_, delete_template_, upsert_build_, build_by_id_, set_tag_, remove_tag_, tags_of_,
+      all_templates_, delete_template_, upsert_build_, build_by_id_, unfinished_builds_, set_tag_, remove_tag_, tags_of_,
       layers_in_use_, insert_sandbox_, update_sandbox_, sandbox_by_id_, live_sandboxes_, list_sandboxes_,
       purge_;
 };

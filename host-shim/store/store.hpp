@@ -40,6 +40,8 @@ class Store {
   // Template builds (with their logs) and tags, which name a ready build.
   virtual void upsert_build(const TemplateBuild& build) = 0;
   virtual std::optional<TemplateBuild> build(std::string_view template_id, std::string_view build_id) = 0;
+  // Builds still waiting or building (at start: those a restart interrupted).
+  virtual std::vector<TemplateBuild> unfinished_builds() = 0;
   virtual void set_tag(const TemplateTag& tag) = 0;
   virtual bool remove_tag(std::string_view template_id, std::string_view tag) = 0;
   virtual std::vector<TemplateTag> tags(std::string_view template_id) = 0;

@@ -6,7 +6,6 @@
 // it as COVE_ACCESS_TOKEN; this file runs in the tls-h2 and tls-h1 phases.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -16,10 +15,10 @@ import { after, before, test } from 'node:test'
 import { Template } from 'e2b'
 import { domain, phaseLabel } from './edge_client.mjs'
 import { env } from './helpers.mjs'
+import { deleteTemplate, rand } from './template_builds.mjs'
 
 const P = phaseLabel()
 const CLI = fileURLToPath(new URL('../node_modules/.bin/e2b', import.meta.url))
-const rand = () => randomBytes(4).toString('hex')
 // ≤ 20 characters: the CLI's table cuts longer names.
 const ALIAS = `e2e-cli-${rand()}`
 const T_BUILD = { timeout: 600_000 }
@@ -77,11 +76,6 @@ async function api(method, path, headers) {
     body = JSON.parse(text)
   } catch {}
   return { status: res.status, body }
-}
-
-async function deleteTemplate(id) {
-  const r = await api('DELETE', `/templates/${encodeURIComponent(id)}`, { 'X-API-Key': env('E2B_API_KEY') })
-  return r.status
 }
 
 before(async () => {

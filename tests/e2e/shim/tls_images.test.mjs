@@ -10,86 +10,31 @@
 // run.sh runs this file in the tls-h2 and tls-h1 phases against the same state directory (and
 // registry), so aliases and the first RUN are unique per process.
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
 import { after, test } from 'node:test'
 
 import { BuildError, Template } from 'e2b'
-import { domain, phaseLabel } from './edge_client.mjs'
+import { phaseLabel } from './edge_client.mjs'
 import { RUN_ID, TLS_CLIENT, env, killTracked, newSandbox, sh } from './helpers.mjs'
+import { aliasMaker, build, cachedSteps, deleteTemplate, deleteTrackedTemplates, errorText, mustBuild, rand, showLogs } from './template_builds.mjs'
 
 const P = phaseLabel()
 
 // The first pull of the image (~115 MB of layers) may take a while; builds after it reuse layers.
 const T_BUILD = { timeout: 600_000 }
-const BUILD_ABORT_MS = 540_000
 // A build that must fail must do so without hanging on the registry.
 const T_FAIL = { timeout: 180_000 }
 const FAIL_ABORT_MS = 150_000
 
-const rand = () => randomBytes(4).toString('hex')
-const uniqueAlias = (what) => `e2e-img-${what}-${process.pid}-${rand()}`
+const uniqueAlias = aliasMaker('e2e-img')
 const metadata = { run: RUN_ID, file: 'tls_images' }
 const NONCE = `nonce-${process.pid}-${rand()}`
 
 const registry = () => ({ username: env('COVE_REGISTRY_USER'), password: env('COVE_REGISTRY_PASSWORD') })
 
-// Template ids this file made; after() deletes whatever a test did not.
-const templateIds = new Set()
-
 after(async () => {
   await killTracked()
-  await Promise.all([...templateIds].map((id) => deleteTemplate(id).catch(() => 0)))
+  await deleteTrackedTemplates()
 })
-
-/** DELETE /templates/<id> (the SDK has no template delete); returns the HTTP status. */
-async function deleteTemplate(id) {
-  const res = await fetch(`https://api.${domain()}/templates/${encodeURIComponent(id)}`, {
-    method: 'DELETE',
-    headers: { 'X-API-Key': env('E2B_API_KEY') },
-    signal: AbortSignal.timeout(60_000),
-  })
-  await res.arrayBuffer()
-  if (res.status === 204 || res.status === 404) templateIds.delete(id)
-  return res.status
-}
-
-/**
- * Template.build() with the build logs collected. Resolves {info, ms, messages}; a rejection is
- * the SDK's error with `buildLogs` added. The template id comes from the SDK's "Template created
- * with ID" log line, so a failed build is deleted too (`created`, and templateIds for after()).
- */
-async function build(template, alias, { created = [], abortMs = BUILD_ABORT_MS } = {}) {
-  const messages = []
-  const started = Date.now()
-  try {
-    const info = await Template.build(template, alias, {
-      signal: AbortSignal.timeout(abortMs),
-      onBuildLogs: (entry) => {
-        messages.push(entry.message)
-        const m = /^Template created with ID: ([^,\s]+), Build ID: /.exec(entry.message)
-        if (m) {
-          templateIds.add(m[1])
-          created.push(m[1])
-        }
-      },
-    })
-    return { info, ms: Date.now() - started, messages }
-  } catch (e) {
-    e.buildLogs = messages
-    throw e
-  }
-}
-
-/** build() that must succeed: a failure is an AssertionError with the build logs. */
-async function mustBuild(template, alias, options = {}) {
-  try {
-    return await build(template, alias, options)
-  } catch (e) {
-    throw new assert.AssertionError({
-      message: `Template.build('${alias}') failed: ${errorText(e)}\n${showLogs(e?.buildLogs ?? [])}`,
-    })
-  }
-}
 
 /** build() that must fail with a BuildError; returns it (templates it made are deleted). */
 async function mustFailBuild(template, what) {
@@ -107,17 +52,6 @@ async function mustFailBuild(template, what) {
   } finally {
     for (const id of created) await deleteTemplate(id).catch(() => {})
   }
-}
-
-const errorText = (e) => `${e?.constructor?.name ?? typeof e}: ${e?.message}${e?.cause ? ` (${e.cause.code ?? e.cause.message})` : ''}`
-const showLogs = (messages) => `build logs:\n  ${messages.join('\n  ')}`
-
-/** For each step (1-based "i/N" as E2B numbers them), whether a log line says it was CACHED. */
-function cachedSteps(messages, steps) {
-  return steps.map((step, i) => {
-    const counter = new RegExp(`(^|\\D)${i + 1}/${steps.length}(\\D|$)`)
-    return messages.some((m) => /\bCACHED\b/.test(m) && counter.test(m) && m.includes(step.type))
-  })
 }
 
 /** What every sandbox from the test image must show, whichever manifest form it was pulled as. */

@@ -8,14 +8,14 @@
 // The build context is fixtures/template-app/: hello.txt (0644), assets/data.txt (0644) and
 // assets/run.sh (0755).
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
 import { statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { after, test } from 'node:test'
 
 import { BuildError, Sandbox, Template, waitForPort } from 'e2b'
-import { domain, phaseLabel } from './edge_client.mjs'
-import { RUN_ID, TLS_CLIENT, env, killTracked, newSandbox, sh, track } from './helpers.mjs'
+import { phaseLabel } from './edge_client.mjs'
+import { RUN_ID, TLS_CLIENT, killTracked, newSandbox, sh, track } from './helpers.mjs'
+import { aliasMaker, build, cachedSteps, deleteTemplate, deleteTrackedTemplates, errorText, mustBuild, rand, showLogs } from './template_builds.mjs'
 
 const P = phaseLabel()
 const CONTEXT = fileURLToPath(new URL('./fixtures/template-app/', import.meta.url))
@@ -23,87 +23,14 @@ const HELLO = 'hello from the template context'
 
 // A build runs every step in a build sandbox; the first one may also prepare `base`.
 const T_BUILD = { timeout: 600_000 }
-const BUILD_ABORT_MS = 540_000
 
-const rand = () => randomBytes(4).toString('hex')
-const uniqueAlias = (what) => `e2e-tpl-${what}-${process.pid}-${rand()}`
+const uniqueAlias = aliasMaker('e2e-tpl')
 const metadata = { run: RUN_ID, file: 'tls_templates' }
-
-// Template ids this file made; after() deletes whatever a test did not.
-const templateIds = new Set()
 
 after(async () => {
   await killTracked()
-  await Promise.all([...templateIds].map((id) => deleteTemplate(id).catch(() => 0)))
+  await deleteTrackedTemplates()
 })
-
-/** DELETE /templates/<id> (the SDK has no template delete); returns the HTTP status. */
-async function deleteTemplate(id) {
-  const res = await fetch(`https://api.${domain()}/templates/${encodeURIComponent(id)}`, {
-    method: 'DELETE',
-    headers: { 'X-API-Key': env('E2B_API_KEY') },
-    signal: AbortSignal.timeout(60_000),
-  })
-  await res.arrayBuffer()
-  if (res.status === 204 || res.status === 404) templateIds.delete(id)
-  return res.status
-}
-
-/**
- * Template.build() with the build logs collected. Resolves {info, ms, messages}; a rejection is
- * the SDK's error with `buildLogs` added. The template id is taken from the SDK's own "Template
- * created with ID" log line as soon as it appears, so a failed build is cleaned up too: it goes
- * into `created` (the caller's, to delete in its finally) and into templateIds (for after()).
- */
-async function build(template, alias, options = {}, created = []) {
-  const messages = []
-  const started = Date.now()
-  try {
-    const info = await Template.build(template, alias, {
-      ...options,
-      signal: AbortSignal.timeout(BUILD_ABORT_MS),
-      onBuildLogs: (entry) => {
-        messages.push(entry.message)
-        const m = /^Template created with ID: ([^,\s]+), Build ID: /.exec(entry.message)
-        if (m) {
-          templateIds.add(m[1])
-          created.push(m[1])
-        }
-      },
-    })
-    return { info, ms: Date.now() - started, messages }
-  } catch (e) {
-    e.buildLogs = messages
-    throw e
-  }
-}
-
-/** build() that must succeed: a failure is an AssertionError with the build logs. */
-async function mustBuild(template, alias, options = {}, created = []) {
-  try {
-    return await build(template, alias, options, created)
-  } catch (e) {
-    throw new assert.AssertionError({
-      message: `Template.build('${alias}') failed: ${errorText(e)}\n${showLogs(e?.buildLogs ?? [])}`,
-    })
-  }
-}
-
-/** An error's class and message, and the cause of a failed fetch (ECONNREFUSED, a TLS error ...). */
-const errorText = (e) => `${e?.constructor?.name ?? typeof e}: ${e?.message}${e?.cause ? ` (${e.cause.code ?? e.cause.message})` : ''}`
-
-const showLogs = (messages) => `build logs:\n  ${messages.join('\n  ')}`
-
-/**
- * For each step (1-based, as E2B numbers them: `CACHED [builder i/N] RUN ...`), whether a build
- * log line says it came from the layer cache: the line has CACHED, "i/N" and the step's type.
- */
-function cachedSteps(messages, steps) {
-  return steps.map((step, i) => {
-    const counter = new RegExp(`(^|\\D)${i + 1}/${steps.length}(\\D|$)`)
-    return messages.some((m) => /\bCACHED\b/.test(m) && counter.test(m) && m.includes(step.type))
-  })
-}
 
 /** The steps exactly as the SDK sends them (its own serialisation, without file hashes). */
 async function stepsOf(template) {
@@ -276,7 +203,7 @@ test(`${P} a failing RUN: BuildError naming the step and its exit status`, T_BUI
   // names in `reason.step`, so the stack must show this line.
   const failing = good.runCmd('echo about to fail; exit 3'); const failingLine = thisLine()
   try {
-    const err = await build(failing, alias, {}, created).then(
+    const err = await build(failing, alias, { created }).then(
       () => assert.fail('Template.build of a template whose RUN exits 3 resolved'),
       (e) => e,
     )
@@ -357,7 +284,7 @@ test(`${P} Template.fromDockerfile: RUN, ENV, WORKDIR, COPY and USER reach the s
   const created = []
   let sbx
   try {
-    await mustBuild(template, alias, {}, created)
+    await mustBuild(template, alias, { created })
     sbx = await newSandbox({ template: alias, metadata, timeoutMs: 120_000 })
     assert.equal(await sh(sbx, 'cat /srv/df/nonce'), NONCE)
     // RUN ran as the Dockerfile's user (root), in its WORKDIR, with its ENV.

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "rootfs-builder/copy_step.hpp"
+#include "test_files.hpp"
 
 namespace cove::builder {
 namespace {
@@ -16,9 +17,6 @@ namespace fs = std::filesystem;
 class CopyStepTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/cove-copy-test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
     fs::create_directories(root_ / "ctx/assets");
     write(root_ / "ctx/hello.txt", "hello\n", 0644);
     write(root_ / "ctx/assets/data.txt", "data\n", 0600);
@@ -33,7 +31,6 @@ class CopyStepTest : public ::testing::Test {
     ASSERT_EQ(chmod((root_ / "lower/home/user").c_str(), 0700), 0);
     fs::create_directories(root_ / "layer");
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   static void write(const fs::path& p, const std::string& text, mode_t mode) {
     std::ofstream(p) << text;
@@ -49,7 +46,8 @@ class CopyStepTest : public ::testing::Test {
     return st;
   }
 
-  fs::path root_;
+  test::TempDir tmp_;
+  fs::path root_{tmp_.path()};
 };
 
 TEST_F(CopyStepTest, AFileIntoADirectoryWithUserAndMode) {

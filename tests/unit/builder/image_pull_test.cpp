@@ -25,12 +25,15 @@
 
 #include "rootfs-builder/content_digest.hpp"
 #include "rootfs-builder/image_layers.hpp"
+#include "test_files.hpp"
 
 namespace cove::builder {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::read_file;
+using test::run;
 
 const RegistryCredentials kCreds{"alice", "s3cret-pw"};
 constexpr const char* kToken = "tok-123";
@@ -40,17 +43,6 @@ std::string base64(const std::string& in) {
   out.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                                                  reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()))));
   return out;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void run(const std::string& cmd) {
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("command failed: " + cmd);
 }
 
 // A self-signed certificate for IP 127.0.0.1 that is its own CA.
@@ -204,8 +196,8 @@ struct TestImage {
         work + "/l2/etc/new' && chown 1000:1000 '" + work + "/l1/etc/hello'");
     run("tar --numeric-owner -C '" + work + "/l1' -czf '" + work + "/l1.tgz' . && tar --numeric-owner -C '" + work +
         "/l2' -czf '" + work + "/l2.tgz' .");
-    layer1 = slurp(work + "/l1.tgz");
-    layer2 = slurp(work + "/l2.tgz");
+    layer1 = read_file(work + "/l1.tgz");
+    layer2 = read_file(work + "/l2.tgz");
     config = json{{"architecture", "amd64"},
                   {"os", "linux"},
                   {"config",
@@ -339,13 +331,13 @@ class ImagePull : public ::testing::Test {
     ASSERT_EQ(img.layers.size(), 2u);
     EXPECT_EQ(img.layers[0], store_->path(oci_layer_key(image_->d2)));  // uppermost first
     EXPECT_EQ(img.layers[1], store_->path(oci_layer_key(image_->d1)));
-    EXPECT_EQ(slurp(img.layers[1] + "/etc/hello"), "hello\n");
+    EXPECT_EQ(read_file(img.layers[1] + "/etc/hello"), "hello\n");
     struct stat st {};
     ASSERT_EQ(::lstat((img.layers[1] + "/etc/hello").c_str(), &st), 0);
     EXPECT_EQ(st.st_uid, 1000u);  // archived owner kept
     ASSERT_EQ(::lstat((img.layers[0] + "/etc/gone").c_str(), &st), 0);
     EXPECT_TRUE(S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) << "the whiteout is not an overlay whiteout";
-    EXPECT_EQ(slurp(img.layers[0] + "/etc/new"), "new\n");
+    EXPECT_EQ(read_file(img.layers[0] + "/etc/new"), "new\n");
     const std::vector<std::pair<std::string, std::string>> env = {{"PATH", "/usr/bin:/bin"}, {"GREETING", "hi there"}};
     EXPECT_EQ(img.config.env, env);
     EXPECT_EQ(img.config.workdir, "/srv");

@@ -22,48 +22,22 @@
 #include <string>
 #include <vector>
 
+#include "test_files.hpp"
+
 namespace cove::builder {
 namespace {
 
 namespace fs = std::filesystem;
+using test::read_file;
+using test::run;
 
 constexpr uint32_t kUid = 4321, kGid = 8765;
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/cove-tar-test.XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);  // does not follow symlinks
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 void write_file(const std::string& path, const std::string& content, mode_t mode = 0644) {
   std::ofstream(path, std::ios::binary) << content;
   if (::chmod(path.c_str(), mode) != 0) throw std::runtime_error("chmod failed");
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void run(const std::string& cmd) {
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("command failed: " + cmd);
 }
 
 void gzip_file(const std::string& in, const std::string& out) {

@@ -123,6 +123,8 @@ TEST(Responses, TemplateAndAlias) {
       "lastSpawnedAt":null,"spawnCount":0,"buildCount":1,"buildStatus":"ready","envdVersion":"0.6.13"})"));
   EXPECT_EQ(j.dump().find("/var/lib"), std::string::npos);
   EXPECT_EQ(template_alias_json(t), json::parse(R"({"templateID":"base","public":true})"));
+  t.build_id.clear();  // registered, no build finished yet
+  EXPECT_EQ(template_json(t)["buildStatus"], "waiting");
 }
 
 TEST(Responses, ErrorBody) {

@@ -82,6 +82,7 @@ class FakeStore final : public Store {
   // Builds and tags belong to the template service, which has its own tests on the real store.
   void upsert_build(const TemplateBuild&) override {}
   std::optional<TemplateBuild> build(std::string_view, std::string_view) override { return std::nullopt; }
+  std::vector<TemplateBuild> unfinished_builds() override { return {}; }
   void set_tag(const TemplateTag&) override {}
   bool remove_tag(std::string_view, std::string_view) override { return false; }
   std::vector<TemplateTag> tags(std::string_view) override { return {}; }

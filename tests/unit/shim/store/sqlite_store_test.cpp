@@ -514,6 +514,8 @@ TEST_F(SqliteStoreTest, BuildsKeepResultLogsAndReason) {
   b.created_at = at(5);
   b.logs = {{at(6), "info", "[1/2] RUN true", "1"}, {at(7), "error", std::string("bad \xff byte"), "2"}};
   store->upsert_build(b);
+  ASSERT_EQ(store->unfinished_builds().size(), 1u);
+  EXPECT_EQ(store->unfinished_builds()[0].build_id, "b1");
   b.status = BuildStatus::error;
   b.reason = "step 2 failed: exit status 3";
   b.reason_step = "2";
@@ -541,6 +543,7 @@ TEST_F(SqliteStoreTest, BuildsKeepResultLogsAndReason) {
   EXPECT_EQ(got->logs[1].step, "2");
   EXPECT_NE(got->logs[1].message.find("bad "), std::string::npos);  // invalid UTF-8 replaced, kept
   EXPECT_FALSE(store->build("tpl", "b2"));
+  EXPECT_TRUE(store->unfinished_builds().empty());  // an error is finished
   EXPECT_FALSE(store->build("other", "b1"));
 }
 
