@@ -29,6 +29,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 repo=$(cd "$here/.." && pwd)
 build=${1:-$repo/build}
 runs=${RUNS:-200}
@@ -92,16 +94,6 @@ shim_pid=
 shim_start_time=
 started=$SECONDS
 
-start_time_of() {
-  local stat f
-  read -r stat 2>/dev/null <"/proc/$1/stat" || return 0
-  stat=${stat##*) }
-  read -ra f <<<"$stat"
-  [[ ${f[0]} != Z ]] && echo "${f[19]}"
-  return 0
-}
-shim_alive() { [[ -n $shim_pid && $(start_time_of "$shim_pid") == "$shim_start_time" ]]; }
-live_sandboxes() { "$cove" sandbox list --config "$config" 2>>"$state/cli.log" | awk 'NR > 1 { print $1 }'; }
 
 # Kills what the shim still runs, then stops the shim (it leaves sandboxes running when it stops).
 stop_shim() {
@@ -129,19 +121,7 @@ cleanup() {
     log "---- last 40 lines of the shim log"
     tail -n 40 "$state/shim.log" >&2
   fi
-  for dir in "$state"/sandboxes/*/; do
-    [[ -d $dir ]] || continue
-    id=$(basename "$dir")
-    log "sandbox $id was not destroyed by the shim; killing its cgroup"
-    rc=1
-    for cg in /sys/fs/cgroup/*/cove/"$id" /sys/fs/cgroup/cove/"$id"; do
-      [[ -f $cg/cgroup.procs ]] && xargs -r kill -KILL <"$cg/cgroup.procs" 2>/dev/null
-    done
-    sleep 1
-    for cg in /sys/fs/cgroup/*/cove/"$id" /sys/fs/cgroup/cove/"$id"; do
-      [[ -d $cg ]] && rmdir "$cg" 2>/dev/null
-    done
-  done
+  kill_undestroyed_sandboxes "$state" || rc=1
   if [[ -f $config ]]; then
     "$cove" network down --config "$config" >/dev/null 2>>"$state/cli.log" || { log "cove network down failed"; rc=1; }
   fi
@@ -151,19 +131,9 @@ cleanup() {
       [[ $back == "$state"/* ]] && { losetup -d "$dev" 2>/dev/null; left+=("loop device $dev"); }
     done < <(losetup -nO NAME,BACK-FILE 2>/dev/null)
     ip link show "$bridge" >/dev/null 2>&1 && left+=("bridge $bridge")
-    if findmnt -rn -o TARGET | grep -q "^$state/"; then
-      left+=("mounts under $state (left in place)")
-    else
-      rm -rf --one-file-system "$state" || left+=("state dir $state")
-    fi
+    remove_state_dir
   fi
-  if ((${#left[@]})); then
-    log "left behind (removed where possible):"
-    printf '  %s\n' "${left[@]}" >&2
-    rc=1
-  else
-    log "cleanup: no sandbox, shim, agent, loop device, mount or bridge of this run is left"
-  fi
+  report_leftovers "cleanup: no sandbox, shim, agent, loop device, mount or bridge of this run is left" || rc=1
   log "total runtime $((SECONDS - started)) s"
   exit "$rc"
 }

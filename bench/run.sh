@@ -5,7 +5,8 @@
 #   files.write/read of 4 MiB and 4 KiB via the SDK vs. the same bytes over one HTTP request to a
 #   handler that writes them to disk (inside the sandbox); a 1 GiB streamed upload's throughput and
 #   the agent's peak RSS (FILES_RUNS, default 50; LARGE_MIB, default 1024)
-#   sandbox creation (bench/sandboxes.sh) and the TLS edge (bench/edge.sh), each with its own shim
+#   sandbox creation (bench/sandboxes.sh), the TLS edge (bench/edge.sh) and template builds
+#   (bench/templates.sh), each with its own shim
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-500}
@@ -74,3 +75,7 @@ bench/sandboxes.sh build
 # localhost:49983, so ours goes first): commands.run overhead, 1 GiB download, idle streams.
 tests/e2e/sandbox.sh down "$state" >/dev/null
 bench/edge.sh build
+
+# Template builds (its own shim on 127.0.0.1:3102/3103, bridge cove-bench-t, a fresh layers_dir):
+# base from scratch and from cache, one-step templates through the SDK, layer sharing.
+bench/templates.sh build

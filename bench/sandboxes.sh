@@ -20,6 +20,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 repo=$(cd "$here/.." && pwd)
 build=${1:-$repo/build}
 creates=${CREATES:-200}
@@ -74,20 +76,9 @@ shim_pid=
 shim_start_time=
 started=$SECONDS
 
-start_time_of() {
-  local stat f
-  read -r stat 2>/dev/null <"/proc/$1/stat" || return 0
-  stat=${stat##*) }
-  read -ra f <<<"$stat"
-  [[ ${f[0]} != Z ]] && echo "${f[19]}"
-  return 0
-}
-# True while the shim we started (same pid and start time) is alive.
-shim_alive() { [[ -n $shim_pid && $(start_time_of "$shim_pid") == "$shim_start_time" ]]; }
 
 client() { COVE_API=http://127.0.0.1:$api_port COVE_KEY=${key:-} COVE_IDS_LOG=$ids_log COVE_BENCH_TMP=$state node "$here/sandboxes.mjs" "$@"; }
 
-live_sandboxes() { "$cove" sandbox list --config "$config" 2>>"$state/cli.log" | awk 'NR > 1 { print $1 }'; }
 
 cleanup() {
   local rc=$? ids id dir dev back m cg left=() table line words
@@ -112,20 +103,7 @@ cleanup() {
     log "---- last 40 lines of the shim log"
     tail -n 40 "$state/shim.log" >&2
   fi
-  # What the shim did not destroy (it removes a sandbox's directory when it does): its cgroups.
-  for dir in "$state"/sandboxes/*/; do
-    [[ -d $dir ]] || continue
-    id=$(basename "$dir")
-    log "sandbox $id was not destroyed by the shim; killing its cgroup"
-    rc=1
-    for cg in /sys/fs/cgroup/*/cove/"$id" /sys/fs/cgroup/cove/"$id"; do
-      [[ -f $cg/cgroup.procs ]] && xargs -r kill -KILL <"$cg/cgroup.procs" 2>/dev/null
-    done
-    sleep 1
-    for cg in /sys/fs/cgroup/*/cove/"$id" /sys/fs/cgroup/cove/"$id"; do
-      [[ -d $cg ]] && rmdir "$cg" 2>/dev/null
-    done
-  done
+  kill_undestroyed_sandboxes "$state" || rc=1
   # The bridge and our iptables rules: `cove network down` removes the COVE-* chains whole, so only
   # when nobody else has rules in them (checked at the start; checked again here).
   if [[ -f $config ]]; then
@@ -157,19 +135,9 @@ cleanup() {
     while read -r cg; do left+=("cgroup $cg"); rmdir "$cg" 2>/dev/null; done < <(find /sys/fs/cgroup -maxdepth 4 -type d -name 'cove-bench-*' 2>/dev/null)
     ip link show "$bridge" >/dev/null 2>&1 && left+=("bridge $bridge")
     [[ -d $runc_root && -n $(ls -A "$runc_root" 2>/dev/null) ]] && left+=("runc containers under $runc_root")
-    if findmnt -rn -o TARGET | grep -q "^$state/"; then
-      left+=("mounts under $state (left in place)")
-    else
-      rm -rf --one-file-system "$state" || left+=("state dir $state")
-    fi
+    remove_state_dir
   fi
-  if ((${#left[@]})); then
-    log "left behind (removed where possible):"
-    printf '  %s\n' "${left[@]}" >&2
-    rc=1
-  else
-    log "cleanup: no sandbox, runc container, cgroup, loop device, mount or bridge of this run is left"
-  fi
+  report_leftovers "cleanup: no sandbox, runc container, cgroup, loop device, mount or bridge of this run is left" || rc=1
   log "total runtime $((SECONDS - started)) s"
   exit "$rc"
 }
@@ -190,19 +158,8 @@ bridge = "$bridge"
 subnet = "$subnet"
 base_rootfs = "$rootfs"
 EOF
-key=$("$cove" key create --team bench --config "$config" 2>>"$state/cli.log") || die "cove key create failed: $(tail -n 3 "$state/cli.log")"
-[[ $key =~ ^[[:graph:]]+$ ]] || die "cove key create printed no single-line key"
-
-# Own session, so a Ctrl-C of this script reaches the shim only through cleanup (after the kills).
-setsid "$cove" serve --config "$config" </dev/null >>"$state/shim.log" 2>&1 &
-shim_pid=$!
-shim_start_time=$(start_time_of "$shim_pid")
-deadline=$((SECONDS + 30))
-until grep -q '^cove: ready$' "$state/shim.log"; do
-  shim_alive || { tail -n 20 "$state/shim.log" >&2; die "cove serve exited before it was ready"; }
-  ((SECONDS < deadline)) || die "cove serve printed no 'cove: ready' within 30 s"
-  sleep 0.1
-done
+key=$(new_bench_key)
+start_bench_shim
 
 # The runc bundles: `runc spec` with the same rootfs, read-only, no terminal.
 bundle() {

@@ -5,7 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -97,7 +101,8 @@ bool valid_mirror(const std::string& mirror) {
   return true;
 }
 
-int run(std::vector<std::string> argv, const std::string& log_path) {
+// Runs argv in a process group of its own; ends the group when `cancel` turns true.
+int run(std::vector<std::string> argv, const std::string& log_path, const std::atomic<bool>& cancel) {
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -109,12 +114,26 @@ int run(std::vector<std::string> argv, const std::string& log_path) {
   std::string path_env = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
   std::string lang = "LC_ALL=C";
   char* envp[] = {path_env.data(), lang.data(), nullptr};
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envp);
+  int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp);
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) return -1;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  int polls_since_cancel = 0;
+  for (;;) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return -1;
+    if (cancel.load()) {
+      // TERM first (debootstrap cleans its mounts up), KILL after 5 s.
+      ::kill(-pid, polls_since_cancel++ < 50 ? SIGTERM : SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -136,7 +155,7 @@ std::string host_debian_mirror(const std::string& suite, const std::string& deb8
 }
 
 std::string debian_layer(const DebianSource& source, const LayerStore& layers,
-                         const std::function<void(const std::string&)>& log) {
+                         const std::function<void(const std::string&)>& log, const std::atomic<bool>& cancel) {
   if (!valid_suite(source.suite)) throw std::runtime_error("fromDebian: invalid suite name");
   std::string mirror = source.mirror.empty() ? host_debian_mirror(source.suite) : source.mirror;
   if (mirror.empty()) throw std::runtime_error("fromDebian: no '" + source.suite + "' source in the host's apt configuration");
@@ -154,7 +173,7 @@ std::string debian_layer(const DebianSource& source, const LayerStore& layers,
   // A private mount namespace: debootstrap's own /proc and /sys mounts can never stay behind.
   int rc = run({"unshare", "--mount", "--propagation", "private", "debootstrap", "--variant=minbase", source.suite,
                 tree, mirror},
-               log_path);
+               log_path, cancel);
   if (rc != 0) {
     std::string tail;
     {

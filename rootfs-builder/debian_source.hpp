@@ -2,6 +2,7 @@
 // The Debian source of a template (`fromDebian`, used by the built-in `base`): a minbase tree
 // made by debootstrap from the host's own Debian mirror, kept as a content-addressed layer keyed
 // by suite, variant and mirror, so it is made once per machine.
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -23,7 +24,8 @@ std::string host_debian_mirror(const std::string& suite,
 bool valid_suite(const std::string& suite);  // [a-z]+, as Debian names them
 
 // Blocking; throws std::runtime_error with a client-safe message. `log` gets progress lines.
+// Once `cancel` turns true (the shim stops), debootstrap is ended and the call throws.
 std::string debian_layer(const DebianSource& source, const LayerStore& layers,
-                         const std::function<void(const std::string&)>& log);
+                         const std::function<void(const std::string&)>& log, const std::atomic<bool>& cancel);
 
 }  // namespace cove::builder

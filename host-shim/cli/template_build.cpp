@@ -50,7 +50,7 @@ int template_build(const Config& config, const std::string& dir) {
       std::fprintf(stderr, "cove: build failed: %s\n", page["reason"].value("message", "").c_str());
       return 1;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
 

@@ -119,7 +119,10 @@ TemplateService::TemplateService(net::any_io_executor io, Store& store, SandboxM
   ::chmod((options_.state_dir + "/build-files").c_str(), 0700);
 }
 
-TemplateService::~TemplateService() { pool_.join(); }
+TemplateService::~TemplateService() {
+  stopping_ = true;  // a debootstrap in flight ends rather than holding the shim's exit
+  pool_.join();
+}
 
 Template TemplateService::owned_template(const std::string& team_id, const std::string& template_id, bool builtin) {
   auto tpl = valid_template_id(template_id) ? store_.template_by_id_or_alias(template_id) : std::nullopt;
@@ -361,7 +364,7 @@ class TemplateService::Run {
     } else if (!plan.from_debian.empty()) {
       builder::DebianSource source{plan.from_debian, ""};
       auto progress = [this](const std::string& line) { post_log("info", line, "base"); };
-      auto make = [source, this, progress] { return builder::debian_layer(source, s_.layers_, progress); };
+      auto make = [source, this, progress] { return builder::debian_layer(source, s_.layers_, progress, s_.stopping_); };
       try {
         std::string layer = co_await run_blocking(s_.pool_, std::move(make));
         base = Template{};

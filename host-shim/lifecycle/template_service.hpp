@@ -8,6 +8,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -102,6 +103,7 @@ class TemplateService final : public TemplateBuilds {
   std::deque<Job> queue_;
   size_t running_ = 0;
   bool collecting_ = false;  // a layer sweep runs; builds start after it
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace cove::shim
