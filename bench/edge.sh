@@ -75,16 +75,7 @@ getent hosts "49983-x.${domain%%:*}" >/dev/null ||
 rootfs=$("$repo/rootfs-builder/build-base.sh")
 [[ -d $rootfs ]] || die "build-base.sh printed no rootfs directory: '$rootfs'"
 
-# Refuse rather than disturb (see bench/sandboxes.sh): fixed ports, our bridge, the COVE-* chains.
-for port in "$api_port" "$sandbox_port" "$tls_port" "$agent_port"; do
-  [[ -z $(ss -Hltn "sport = :$port") ]] || die "something already listens on port $port"
-done
-! ip link show "$bridge" >/dev/null 2>&1 || die "interface $bridge exists: another bench run is active, or one left it"
-# The shim's iptables chains are per bridge (COVE-IN/FWD/NAT-<bridge>): ours must not exist yet.
-# Other shims' chains do not disturb us, but their load would: refuse while another `cove serve` runs.
-! iptables -w -S "COVE-FWD-$bridge" >/dev/null 2>&1 || die "chain COVE-FWD-$bridge exists: another bench run is active, or one left it"
-other_shims() { pgrep -x cove -a 2>/dev/null | grep -E '^[0-9]+ [^ ]*cove serve' || true; }
-[[ -z $(other_shims) ]] || die "another cove serve is running (an e2e run?); try again when it is done: $(other_shims | head -n 1)"
+refuse_if_busy "$api_port" "$sandbox_port" "$tls_port" "$agent_port"
 
 state=$(mktemp -d /var/tmp/cove-bench-edge.XXXXXX)
 config=$state/cove.toml

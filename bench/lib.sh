@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154  # cove, config, state, bridge: the caller's globals
 # Shared by the bench scripts that start a shim of their own (sourced; `log` is the caller's).
 
 # What the shim did not destroy (it removes a sandbox's directory when it does): the sandbox's
@@ -76,4 +76,20 @@ report_leftovers() {
     return 1
   fi
   log "$1"
+}
+
+# Refuse rather than disturb: the ports must be free, our bridge and its chain must not exist
+# (another bench run is active, or one left them), and no other `cove serve` may run (its load
+# would distort the figures). Callers set bridge.
+refuse_if_busy() {
+  local port
+  for port in "$@"; do
+    [[ -z $(ss -Hltn "sport = :$port") ]] || die "something already listens on port $port"
+  done
+  ! ip link show "$bridge" >/dev/null 2>&1 || die "interface $bridge exists: another bench run is active, or one left it"
+  ! iptables -w -S "COVE-FWD-$bridge" >/dev/null 2>&1 ||
+    die "chain COVE-FWD-$bridge exists: another bench run is active, or one left it"
+  local others
+  others=$(pgrep -x cove -a 2>/dev/null | grep -E '^[0-9]+ [^ ]*cove serve' || true)
+  [[ -z $others ]] || die "another cove serve is running (an e2e run?); try again when it is done: ${others%%$'\n'*}"
 }

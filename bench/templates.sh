@@ -59,15 +59,7 @@ done
 [[ -f $base_def/template.json ]] || die "no $base_def/template.json"
 [[ -d $repo/tests/e2e/node_modules/e2b ]] || (cd "$repo/tests/e2e" && npm ci --no-audit --no-fund --silent)
 
-# Refuse rather than disturb (see bench/sandboxes.sh): fixed ports, our bridge and chains, and
-# another shim's load.
-for port in "$api_port" "$sandbox_port"; do
-  [[ -z $(ss -Hltn "sport = :$port") ]] || die "something already listens on port $port"
-done
-! ip link show "$bridge" >/dev/null 2>&1 || die "interface $bridge exists: another bench run is active, or one left it"
-! iptables -w -S "COVE-FWD-$bridge" >/dev/null 2>&1 || die "chain COVE-FWD-$bridge exists: another bench run is active, or one left it"
-other_shims() { pgrep -x cove -a 2>/dev/null | grep -E '^[0-9]+ [^ ]*cove serve' || true; }
-[[ -z $(other_shims) ]] || die "another cove serve is running (an e2e run?); try again when it is done: $(other_shims | head -n 1)"
+refuse_if_busy "$api_port" "$sandbox_port"
 
 state=$(mktemp -d /var/tmp/cove-bench-t.XXXXXX)
 config=$state/cove.toml
