@@ -80,6 +80,10 @@ net::awaitable<void> serve_host_channel(Socket socket, const http::Handler& hand
     if (!ec) break;
   }
   if (ec) co_return;  // nothing listens: the host sees the connection close without OK
+  // The splice passes each piece on as it comes (a request's head and body are often two): with
+  // Nagle the second waits for the service's delayed ACK, ~40 ms per exchange.
+  boost::system::error_code ignored;
+  target.set_option(net::ip::tcp::no_delay(true), ignored);
   co_await net::async_write(socket, net::buffer(ok), net::redirect_error(net::use_awaitable, ec));
   if (ec) co_return;
   if (!rest.empty()) {

@@ -33,6 +33,10 @@ void Registry::reap() {
     if (it != live_.end()) {
       auto process = it->second;  // on_exit may retire it from live_
       process->on_exit(status);
+    } else if (auto w = watched_.find(pid); w != watched_.end()) {
+      auto on_exit = std::move(w->second);
+      watched_.erase(w);
+      on_exit(status);
     }
     // Anything else is an orphan adopted by PID 1: reaping it is all there is to do.
   }
@@ -104,6 +108,10 @@ std::shared_ptr<Process> Registry::find_any(const Selector& selector) const {
     }
   }
   return newest;
+}
+
+void Registry::watch_exit(pid_t pid, std::function<void(int)> on_exit) {
+  watched_[pid] = std::move(on_exit);
 }
 
 std::vector<std::shared_ptr<Process>> Registry::list_live() const {

@@ -5,6 +5,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -56,6 +57,11 @@ class Registry {
   std::shared_ptr<Process> find_any(const Selector& selector) const;
   std::vector<std::shared_ptr<Process>> list_live() const;
 
+  // Children the agent starts for itself (language kernels) are not processes of the process
+  // service, yet the reaper collects every child: it hands their wait status to `on_exit` once.
+  // Call right after spawning, before yielding to the io_context (the reaper runs there).
+  void watch_exit(pid_t pid, std::function<void(int wait_status)> on_exit);
+
   size_t live_count() const { return live_.size(); }
 
  private:
@@ -71,6 +77,7 @@ class Registry {
     std::chrono::steady_clock::time_point expires;
   };
   std::multimap<pid_t, Exited> exited_;
+  std::map<pid_t, std::function<void(int)>> watched_;
   std::unique_ptr<net::signal_set> sigchld_;
   std::unique_ptr<net::steady_timer> sweeper_;
 };

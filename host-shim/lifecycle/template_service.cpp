@@ -1,5 +1,7 @@
 #include "lifecycle/template_service.hpp"
 
+#include "text/shell_quote.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,17 +59,6 @@ bool valid_template_id(std::string_view id) {
   return true;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
 
 // Command output → log lines (a partial last line waits for the rest).
 class LineSplitter {
@@ -490,8 +481,8 @@ class TemplateService::Run {
   net::awaitable<void> prepare_workdir(const Sandbox& sandbox, const std::string& user, const std::string& step) {
     if (context_.workdir.empty()) co_return;
     std::string owner = user.empty() ? "root" : user;
-    AgentCommand mkdir{"[ -d " + shell_quote(context_.workdir) + " ] || { mkdir -p " + shell_quote(context_.workdir) +
-                           " && chown " + shell_quote(owner) + ": " + shell_quote(context_.workdir) + "; }",
+    AgentCommand mkdir{"[ -d " + text::shell_quote(context_.workdir) + " ] || { mkdir -p " + text::shell_quote(context_.workdir) +
+                           " && chown " + text::shell_quote(owner) + ": " + text::shell_quote(context_.workdir) + "; }",
                        "root", "/", {}, ""};
     CommandOutcome made = co_await command(sandbox, std::move(mkdir), step, true);
     if (!made.error.empty() || made.exit_code != 0) throw BuildFailure(step, "Cannot create the working directory");

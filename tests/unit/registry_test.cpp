@@ -512,3 +512,16 @@ TEST(Registry, SlowSubscriberGetsBackpressureWithBoundedMemory) {
     EXPECT_EQ(rest.end->exit_code, 0);
   }
 }
+
+TEST(Registry, WatchedChildExitGoesToItsCallbackNotTheProcessList) {
+  Harness h;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(7);
+  std::optional<int> status;
+  h.registry.watch_exit(pid, [&](int s) { status = s; });
+  ASSERT_TRUE(h.run_until([&] { return status.has_value(); }));
+  EXPECT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), 7);
+  EXPECT_EQ(h.registry.live_count(), 0u);
+}
