@@ -16,6 +16,7 @@
 #include <string>
 
 #include "agent.hpp"
+#include "interpreter/server_main.hpp"
 #include "net/host_channel.hpp"
 #include "net/listeners.hpp"
 #include "net/splice.hpp"
@@ -29,7 +30,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: cove-agent [-port N] [-unix PATH] [-vsock-port N] [-clock-sync] [-etc DIR]\n"
-    "                  [-process-limit N] [-version] [-agent-version]\n";
+    "                  [-process-limit N] [-version] [-agent-version]\n"
+    "       cove-agent -code-interpreter [-port N] [-envd-port N]\n";
 
 struct Flags {
   uint16_t port = 49983;
@@ -38,6 +40,10 @@ struct Flags {
   bool clock_sync = false;
   std::string etc_dir = "/etc";
   unsigned long process_limit = 0;  // RLIMIT_NPROC of every child; 0: none
+  // The :49999 server mode (started by a template's start command), with its own port defaults.
+  bool code_interpreter = false;
+  std::optional<uint16_t> explicit_port;
+  uint16_t envd_port = 49983;
 };
 
 template <typename T>
@@ -78,6 +84,11 @@ std::optional<Flags> parse_flags(int argc, char** argv) {
       std::exit(0);
     } else if (arg == "-port") {
       if (!next(v) || !parse_number(v.c_str(), f.port)) return std::nullopt;
+      f.explicit_port = f.port;
+    } else if (arg == "-code-interpreter") {
+      f.code_interpreter = true;
+    } else if (arg == "-envd-port") {
+      if (!next(v) || !parse_number(v.c_str(), f.envd_port)) return std::nullopt;
     } else if (arg == "-unix") {
       if (!next(f.unix_path)) return std::nullopt;
     } else if (arg == "-vsock-port") {
@@ -115,16 +126,22 @@ int main(int argc, char** argv) {
   }
   signal(SIGPIPE, SIG_IGN);
   raise_fd_limit();
+  const char* path = std::getenv("PATH");
+  const std::string child_path = path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  if (flags->code_interpreter) {
+    cove::interpreter::ServerOptions options;
+    options.port = flags->explicit_port.value_or(49999);
+    options.envd_port = flags->envd_port;
+    options.child_path = child_path;
+    return cove::interpreter::run_code_interpreter(options);
+  }
   cove::process::set_child_process_limit(flags->process_limit);
 
   namespace net = boost::asio;
   net::io_context io(1);
   auto ex = io.get_executor();
 
-  const char* path = std::getenv("PATH");
-  cove::Agent agent(ex, cove::AgentOptions{
-                            COVE_ENVD_PROTOCOL_VERSION, flags->etc_dir, flags->clock_sync,
-                            path && *path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"});
+  cove::Agent agent(ex, cove::AgentOptions{COVE_ENVD_PROTOCOL_VERSION, flags->etc_dir, flags->clock_sync, child_path});
   agent.start();
   cove::http::Handler handler = [&agent](cove::http::Exchange& exchange) { return agent.handle(exchange); };
 

@@ -14,6 +14,8 @@ packages=(
   nodejs npm
   libnss-myhostname sqlite3 libcpp-httplib-dev
   docker-registry skopeo umoci apache2-utils
+  python3-ipykernel python3-matplotlib python3-pandas python3-pil
+  node-typescript
 )
 
 missing=()

@@ -1,0 +1,15 @@
+# Writes OUT: a C++ table of every file in FILES ("|"-separated paths relative to ROOT) as raw
+# string literals.
+string(REPLACE "|" ";" FILES "${FILES}")
+set(body "// Generated from guest-agent/interpreter/resources by embed_resources.cmake.\n#include \"interpreter/resources.hpp\"\n\nnamespace cove::interpreter {\n\nconst std::vector<Resource>& resources() {\n  static const std::vector<Resource> table = {\n")
+foreach(f IN LISTS FILES)
+  file(READ ${ROOT}/${f} content)
+  string(FIND "${content}" ")cove_resource\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${f} contains the embedding delimiter")
+  endif()
+  string(APPEND body "    {\"${f}\", R\"cove_resource(${content})cove_resource\"},\n")
+endforeach()
+string(APPEND body "  };\n  return table;\n}\n\n}  // namespace cove::interpreter\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
