@@ -23,17 +23,15 @@ secure_base=http://127.0.0.1:$secure_port
 
 log() { printf 'e2e: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 
 [[ -x $agent ]] || die "agent binary not found or not executable: $agent (build first)"
 command -v node >/dev/null || die "node not found"
 command -v curl >/dev/null || die "curl not found"
 
 # 1. Dependencies, from the committed lockfile. npm writes node_modules/.package-lock.json on install.
-stamp=$here/node_modules/.package-lock.json
-if [[ ! -f $stamp || $here/package-lock.json -nt $stamp ]]; then
-  log "npm ci"
-  (cd "$here" && npm ci --no-audit --no-fund >&2)
-fi
+e2e_npm_ci_if_stale "$here"
 
 # 2. Service descriptors for the binary-codec test.
 export COVE_DESCRIPTORS=${COVE_DESCRIPTORS:-$repo/build/proto/envd.desc}
@@ -100,16 +98,8 @@ COVE_AGENT_PID=$(<"$state/pid")   # the sandbox's PID 1 is the agent (sandbox.sh
 export COVE_AGENT_PID COVE_SECURE_URL=$secure_base COVE_SECURE_TOKEN=$secure_token
 
 # 7. The tests, one file at a time. Files are listed by bash: Node 20's --test takes no globs.
-shopt -s nullglob
-tests=("$here"/*.test.mjs)
-if (($#)); then
-  tests=()
-  for name in "$@"; do
-    [[ -f $here/$name.test.mjs ]] || die "no test file $here/$name.test.mjs"
-    tests+=("$here/$name.test.mjs")
-  done
-fi
-((${#tests[@]})) || die "no test files in $here"
+tests=()
+e2e_test_files "$here" "$@"
 log "running ${#tests[@]} test files"
 E2B_DEBUG=true timeout --kill-after=10 300 \
   env -u E2B_SANDBOX_URL -u E2B_API_URL -u E2B_DOMAIN -u E2B_API_KEY \

@@ -81,23 +81,13 @@ done
 
 # 1. The SDK lives in the parent suite's node_modules (Node resolves `e2b` upwards from here).
 e2e=$(cd "$here/.." && pwd)
-stamp=$e2e/node_modules/.package-lock.json
-if [[ ! -f $stamp || $e2e/package-lock.json -nt $stamp ]]; then
-  log "npm ci in $e2e"
-  (cd "$e2e" && npm ci --no-audit --no-fund >&2)
-fi
+# shellcheck source=../lib.sh
+. "$e2e/lib.sh"
+e2e_npm_ci_if_stale "$e2e"
 
 # 2. The test files, checked before anything is set up.
-shopt -s nullglob
-tests=("$here"/*.test.mjs)
-if (($#)); then
-  tests=()
-  for name in "$@"; do
-    [[ -f $here/$name.test.mjs ]] || die "no test file $here/$name.test.mjs"
-    tests+=("$here/$name.test.mjs")
-  done
-fi
-((${#tests[@]})) || die "no test files in $here"
+tests=()
+e2e_test_files "$here" "$@"
 plain_tests=()
 tls_tests=()
 for t in "${tests[@]}"; do

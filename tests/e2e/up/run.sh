@@ -66,3 +66,10 @@ out=$(env -i PATH="$PATH" HOME="$work" TERM=dumb bash -euo pipefail -c "$snippet
 }
 [[ $out == *"hello from cove"* ]] || { cat "$work/snippet.err" >&2; die "the quick start printed: $out"; }
 log "ok: make up $( ((running)) && echo "(already running)" || echo "started") and the README quick start printed 'hello from cove'"
+
+# The code interpreter through the same edge, on the code-interpreter-v1 template make up built:
+# the unchanged npm @e2b/code-interpreter with nothing but client.env's three variables.
+log "running the code interpreter tests (npm @e2b/code-interpreter through the TLS edge)"
+env -i PATH="$PATH" HOME="$work" TERM=dumb bash -c 'set -a; . "$1"; set +a; exec "$2"' _ "$env_file" \
+  "$repo/tests/e2e/interpreter/run.sh" || die "the code interpreter tests failed"
+log "ok: the code interpreter tests passed"
