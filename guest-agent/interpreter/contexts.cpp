@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -97,6 +98,9 @@ net::awaitable<bool> ContextRegistry::remove(const std::string& id) {
     d = d->second == context ? defaults_.erase(d) : std::next(d);
   }
   co_await context->kernel->shutdown();
+  // Its log and scratch files go with it.
+  std::error_code ignored;
+  std::filesystem::remove_all(runtime_root_ + "/" + context->id, ignored);
   co_return true;
 }
 

@@ -268,8 +268,10 @@ TEST_F(HttpApiTest, ContextsLifecycle) {
   EXPECT_EQ(restarted.status, 200u);
   EXPECT_EQ(restarted.body, "null");
   EXPECT_EQ(request(bhttp::verb::post, "/contexts/nope/restart").body, "Context nope not found");
+  EXPECT_TRUE(fs::is_directory(runtime / id));  // the context's private scratch dir
   auto removed = request(bhttp::verb::delete_, "/contexts/" + id, "", {{"Content-Type", "application/json"}});
   EXPECT_EQ(removed.status, 200u);
+  EXPECT_FALSE(fs::exists(runtime / id));
   EXPECT_EQ(removed.body, "null");
   auto gone = request(bhttp::verb::delete_, "/contexts/" + id);
   EXPECT_EQ(gone.status, 404u);
