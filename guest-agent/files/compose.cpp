@@ -1,5 +1,7 @@
 #include "files/compose.hpp"
 
+#include "text/uuid.hpp"
+
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -41,29 +43,6 @@ std::string type_error(const nlohmann::json& j, std::string_view field, std::str
 bool copy_unsupported(int e) { return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF; }
 
 }  // namespace
-
-std::string random_uuid() {
-  unsigned char b[16];
-  size_t got = 0;
-  while (got < sizeof b) {
-    ssize_t n = getrandom(b + got, sizeof b - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    got += static_cast<size_t>(n);
-  }
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
-    out += kHex[b[i] >> 4];
-    out += kHex[b[i] & 0xf];
-  }
-  return out;
-}
 
 bool parse_compose_request(std::string_view body, ComposeRequest& out, std::string& error) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
@@ -164,7 +143,7 @@ std::unique_ptr<ComposeJob> ComposeJob::start(const ComposeRequest& request, con
     error.set(500, "error ensuring directories: " + ensure_error);
     return nullptr;
   }
-  std::string temp = dest.path + ".e2b-compose." + random_uuid() + ".tmp";
+  std::string temp = dest.path + ".e2b-compose." + text::random_uuid4() + ".tmp";
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) {
     int e = errno;

@@ -62,6 +62,4 @@ class ComposeJob {
   bool finished_ = false;
 };
 
-std::string random_uuid();
-
 }  // namespace cove::files

@@ -1,30 +1,14 @@
 #include "interpreter/contexts.hpp"
 
+#include "text/uuid.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <random>
 
 namespace cove::interpreter {
-
-std::string random_uuid4() {
-  std::array<unsigned char, 16> b{};
-  std::ifstream urandom("/dev/urandom", std::ios::binary);
-  if (!urandom.read(reinterpret_cast<char*>(b.data()), b.size())) {
-    std::random_device rd;
-    for (auto& c : b) c = static_cast<unsigned char>(rd());
-  }
-  b[6] = (b[6] & 0x0f) | 0x40;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  char out[37];
-  std::snprintf(out, sizeof out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-  return out;
-}
 
 std::string ContextRegistry::default_cwd() {
   struct stat st {};
@@ -44,7 +28,7 @@ net::awaitable<std::shared_ptr<Context>> ContextRegistry::create(std::string lan
   if (cwd.empty() || cwd.front() != '/' || ::stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     throw ContextError("Failed to set working directory");
   }
-  auto context = std::make_shared<Context>(executor_, random_uuid4(), language, cwd);
+  auto context = std::make_shared<Context>(executor_, text::random_uuid4(), language, cwd);
   std::string dir = runtime_root_ + "/" + context->id;
   if (::mkdir(dir.c_str(), 0700) != 0) throw ContextError("Failed to create context: cannot make its runtime directory");
   KernelLaunch launch{language, cwd, kernel_env_, dir};

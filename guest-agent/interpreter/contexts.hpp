@@ -71,6 +71,4 @@ class ContextRegistry {
   std::map<std::string, std::unique_ptr<async::FifoMutex>> default_creation_;
 };
 
-std::string random_uuid4();
-
 }  // namespace cove::interpreter

@@ -1,5 +1,7 @@
 #include "interpreter/jupyter_kernel.hpp"
 
+#include "text/uuid.hpp"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/rand.h>
@@ -188,7 +190,7 @@ struct JupyterKernel::Impl : std::enable_shared_from_this<JupyterKernel::Impl> {
         launch_spec(std::move(l)),
         spec(std::move(k)),
         timeouts(t),
-        session(new_uuid4()),
+        session(text::random_uuid4()),
         key_hex(random_key()),
         signer(key_hex),
         changed(services.executor) {}
@@ -715,7 +717,7 @@ struct JupyterKernel::Impl : std::enable_shared_from_this<JupyterKernel::Impl> {
     nlohmann::json metadata = {{"trusted", true},
                                {"deletedCells", nlohmann::json::array()},
                                {"recordTiming", false},
-                               {"cellId", new_uuid4()}};
+                               {"cellId", text::random_uuid4()}};
     auto send_request = [&] {
       try {
         send(*inst->shell, "execute_request", content, metadata, &exec.msg_id);

@@ -1,5 +1,7 @@
 #include "interpreter/jupyter_message.hpp"
 
+#include "text/uuid.hpp"
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
@@ -129,16 +131,6 @@ JupyterMessage MessageSigner::decode(const std::vector<std::string>& frames) con
   return m;
 }
 
-std::string new_uuid4() {
-  unsigned char b[16];
-  if (RAND_bytes(b, sizeof b) != 1) throw std::runtime_error("no randomness for a UUID");
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
-  std::string hex = to_hex(b, sizeof b);
-  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
-         hex.substr(20);
-}
-
 std::string jupyter_now() {
   auto now = std::chrono::system_clock::now();
   auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
@@ -195,7 +187,7 @@ std::string to_python_isoformat(std::string_view date) {
 
 nlohmann::json make_header(const std::string& msg_type, const std::string& session,
                            const std::string& username) {
-  return {{"msg_id", new_uuid4()}, {"session", session},   {"username", username},
+  return {{"msg_id", text::random_uuid4()}, {"session", session},   {"username", username},
           {"date", jupyter_now()}, {"msg_type", msg_type}, {"version", "5.3"}};
 }
 

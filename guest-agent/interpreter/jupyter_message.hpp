@@ -56,9 +56,6 @@ class MessageSigner {
   std::string key_;
 };
 
-// A random (version 4) UUID in the usual 8-4-4-4-12 lowercase hex form.
-std::string new_uuid4();
-
 // Now in UTC as Jupyter writes dates: 2026-11-30T06:53:49.077610Z.
 std::string jupyter_now();
 

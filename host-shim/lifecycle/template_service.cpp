@@ -1,6 +1,7 @@
 #include "lifecycle/template_service.hpp"
 
 #include "text/shell_quote.hpp"
+#include "text/uuid.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -33,15 +34,6 @@ struct BuildFailure : std::runtime_error {
   BuildFailure(std::string step, const std::string& message) : std::runtime_error(message), step(std::move(step)) {}
   std::string step;
 };
-
-std::string uuid4() {
-  std::string b = random_bytes(16);
-  b[6] = static_cast<char>((b[6] & 0x0f) | 0x40);
-  b[8] = static_cast<char>((b[8] & 0x3f) | 0x80);
-  std::string hex = to_hex(b);
-  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
-         hex.substr(20);
-}
 
 bool valid_name(std::string_view name) {
   if (name.empty() || name.size() > 128) return false;
@@ -166,7 +158,7 @@ RegisteredBuild TemplateService::register_template(const std::string& team_id, c
 std::string TemplateService::new_build(const std::string& template_id, ActiveBuild active) {
   TemplateBuild& build = active.record;
   build.template_id = template_id;
-  build.build_id = uuid4();
+  build.build_id = text::random_uuid4();
   build.status = BuildStatus::waiting;
   build.created_at = Clock::now();
   store_.upsert_build(build);

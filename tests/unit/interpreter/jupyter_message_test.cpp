@@ -4,6 +4,7 @@
 #include <set>
 
 #include "interpreter/jupyter_message.hpp"
+#include "text/uuid.hpp"
 
 namespace cove::interpreter {
 namespace {
@@ -141,7 +142,7 @@ TEST(JupyterMessage, HeaderFormat) {
   EXPECT_TRUE(std::regex_match(h["date"].get<std::string>(), date)) << h["date"];
 
   std::set<std::string> ids;
-  for (int i = 0; i < 1000; ++i) ids.insert(new_uuid4());
+  for (int i = 0; i < 1000; ++i) ids.insert(text::random_uuid4());
   EXPECT_EQ(ids.size(), 1000u);
 }
 
