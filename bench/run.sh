@@ -7,6 +7,7 @@
 #   the agent's peak RSS (FILES_RUNS, default 50; LARGE_MIB, default 1024)
 #   sandbox creation (bench/sandboxes.sh), the TLS edge (bench/edge.sh) and template builds
 #   (bench/templates.sh), each with its own shim
+#   pause/resume (bench/pause.sh, its own shim): warm and cold (CRIU) pause/resume, create from a snapshot
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-500}
@@ -79,3 +80,7 @@ bench/edge.sh build
 # Template builds (its own shim on 127.0.0.1:3102/3103, bridge cove-bench-t, a fresh layers_dir):
 # base from scratch and from cache, one-step templates through the SDK, layer sharing.
 bench/templates.sh build
+
+# Pause/resume (its own shim on 127.0.0.1:3110/3111, bridge cove-bpause): warm pause/resume vs. the
+# cgroup freezer, cold pause/resume vs. raw criu dump/restore, create from a snapshot vs. plain create.
+bench/pause.sh build

@@ -150,6 +150,7 @@ cat >"$config" <<EOF
 # Written by bench/sandboxes.sh.
 api_listen = ["127.0.0.1:$api_port"]
 sandbox_listen = ["127.0.0.1:$sandbox_port"]
+tls_listen = []
 state_dir = "$state"
 agent_path = "$build/bin/cove-agent"
 max_timeout_s = 3600

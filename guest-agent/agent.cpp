@@ -1,5 +1,6 @@
 #include "agent.hpp"
 
+#include "filesystem/watcher.hpp"
 #include "rest/files.hpp"
 #include "rest/json_error.hpp"
 #include "rpc/filesystem_service.hpp"
@@ -18,12 +19,27 @@ bool token_exempt(std::string_view method, std::string_view path) {
          (method == "POST" && path == "/files") || (method == "POST" && path == "/init");
 }
 
+// inotify watches cannot be checkpointed reliably (on overlayfs CRIU cannot resolve what they
+// watch): every watcher closes its descriptor on /freeze and watches again on /init.
+class WatcherQuiescence final : public system::Quiescent {
+ public:
+  net::awaitable<std::string> let_go(int) override {
+    filesystem::Watcher::suspend_all();
+    co_return std::string();
+  }
+  void take_back() override { filesystem::Watcher::resume_all(); }
+};
+
 }  // namespace
 
 Agent::Agent(net::any_io_executor executor, AgentOptions options)
-    : options_(std::move(options)), users_(options_.etc_dir), processes_(executor) {
+    : options_(std::move(options)),
+      watchers_(std::make_unique<WatcherQuiescence>()),
+      users_(options_.etc_dir),
+      processes_(executor) {
+  quiesce_.add(*watchers_);
   rest::register_endpoints(rest_, std::make_shared<rest::EndpointDeps>(rest::EndpointDeps{
-                                      state_, metrics_, options_.envd_version, options_.clock_sync}));
+                                      state_, metrics_, options_.envd_version, options_.clock_sync, quiesce_}));
   auto resolver = [this](const http::Exchange& ex, rpc::Status& st) { return resolve_user(ex, st); };
   rest::register_file_endpoints(rest_, std::make_shared<rest::FileEndpointDeps>(rest::FileEndpointDeps{state_, users_}));
   rpc::register_process_service(rpc_, rpc::ProcessServiceDeps{processes_, state_, resolver, options_.child_path});

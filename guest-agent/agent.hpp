@@ -11,6 +11,7 @@
 #include "rpc/connect.hpp"
 #include "system/agent_state.hpp"
 #include "system/metrics.hpp"
+#include "system/quiesce.hpp"
 #include "system/users.hpp"
 
 namespace cove {
@@ -33,12 +34,17 @@ class Agent {
   net::awaitable<void> handle(http::Exchange& exchange);
 
   process::Registry& processes() { return processes_; }
+  // What /freeze lets go of; the filesystem watchers are part of it from the start, the
+  // composition root adds the host channel.
+  system::Quiesce& quiesce() { return quiesce_; }
 
  private:
   std::optional<system::User> resolve_user(const http::Exchange& ex, rpc::Status& error) const;
   net::awaitable<void> reject_unauthenticated(http::Exchange& ex, const std::string& message);
 
   AgentOptions options_;
+  system::Quiesce quiesce_;
+  std::unique_ptr<system::Quiescent> watchers_;  // every filesystem watcher, suspended together
   system::AgentState state_;
   system::UserDatabase users_;
   system::MetricsSampler metrics_;

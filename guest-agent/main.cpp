@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
     std::cerr << "cove-agent: port forwarding unavailable: " << error << "\n";
   }
 
+  std::optional<cove::netio::HostChannel> host_channel;
   std::list<cove::netio::Acceptor> acceptors;  // stable addresses for the accept loops
   try {
     acceptors.push_back(cove::netio::listen_tcp(ex, flags->port));
@@ -163,14 +164,14 @@ int main(int argc, char** argv) {
                                            }),
                   net::detached);
     const uint16_t own_port = cove::netio::local_tcp_port(acceptors.back());
+    // One host channel for the Unix socket and vsock: /freeze cuts all of its connections.
+    host_channel.emplace(ex, handler, own_port, splicer);
+    agent.quiesce().add(*host_channel);
     auto serve_host = [&](cove::netio::Acceptor& acceptor) {
       net::co_spawn(ex,
                     cove::netio::accept_loop(acceptor,
-                                             [&, own_port](cove::netio::Socket s) {
-                                               net::co_spawn(ex,
-                                                             cove::netio::serve_host_channel(std::move(s), handler,
-                                                                                             own_port, splicer),
-                                                             net::detached);
+                                             [&](cove::netio::Socket s) {
+                                               net::co_spawn(ex, host_channel->serve(std::move(s)), net::detached);
                                              }),
                     net::detached);
     };

@@ -3,6 +3,7 @@
 //   cove key create --team NAME [--config FILE]  print a new API key for the team (shown once)
 //   cove token create --team NAME [--config FILE]  print a new access token (the CLI's E2B_ACCESS_TOKEN), once
 //   cove sandbox list | kill ID [--config FILE]  every team's live sandboxes, through the admin socket
+//   cove sandbox checkpoint ID [--config FILE]   move a paused sandbox's memory to disk now (cold pause)
 //   cove template list [--config FILE]
 //   cove template build DIR [--config FILE]      build DIR/template.json as a built-in template
 //   cove network down [--config FILE]            remove the bridge and firewall chains (no sandboxes left)
@@ -38,6 +39,7 @@ int usage() {
       "       cove token create --team NAME [--config FILE]\n"
       "       cove sandbox list [--config FILE]\n"
       "       cove sandbox kill ID [--config FILE]\n"
+      "       cove sandbox checkpoint ID [--config FILE]\n"
       "       cove template list [--config FILE]\n"
       "       cove template build DIR [--config FILE]\n"
       "       cove network down [--config FILE]\n"
@@ -137,6 +139,19 @@ int sandbox_kill(const Config& config, const std::string& id) {
   return 1;
 }
 
+int sandbox_checkpoint(const Config& config, const std::string& id) {
+  auto [status, body] = admin_request(config.state_dir, "POST", "/sandboxes/" + id + "/checkpoint");
+  if (status == 204) {
+    std::printf("checkpointed %s\n", id.c_str());
+    return 0;
+  }
+  std::string message = body;
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string()) message = j["message"].get<std::string>();
+  std::fprintf(stderr, "cove: %s\n", message.c_str());
+  return 1;
+}
+
 int template_list(const Config& config) {
   auto store = open_sqlite_store(config.state_dir + "/cove.db");
   std::printf("%-16s %-5s %-8s %-8s %-10s %s\n", "TEMPLATE", "CPU", "MEM MB", "DISK MB", "ENVD", "ALIASES");
@@ -175,6 +190,7 @@ int main(int argc, char** argv) {
     }
     if (w[0] == "sandbox" && w.size() == 2 && w[1] == "list") return sandbox_list(config);
     if (w[0] == "sandbox" && w.size() == 3 && w[1] == "kill") return sandbox_kill(config, w[2]);
+    if (w[0] == "sandbox" && w.size() == 3 && w[1] == "checkpoint") return sandbox_checkpoint(config, w[2]);
     if (w[0] == "template" && w.size() == 2 && w[1] == "list") return template_list(config);
     if (w[0] == "template" && w.size() == 3 && w[1] == "build") return template_build(config, w[2]);
     if (w[0] == "network" && w.size() == 2 && w[1] == "down") {

@@ -29,6 +29,7 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   missing=("${filtered[@]}")
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+"$here/criu.sh"  # CRIU for cold pause, snapshots and fork (its own build deps, cached by version)
 if [ ${#missing[@]} -eq 0 ]; then
   exec "$here/nsswitch.sh"
 fi

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 
 #include "system/go_errors.hpp"
 
@@ -51,6 +52,34 @@ std::vector<EventType> map_inotify_mask(uint32_t mask) {
   return out;
 }
 
+namespace {
+
+// Every live watcher, for suspend_all/resume_all.
+struct Roster {
+  std::mutex mu;
+  std::set<Watcher*> live;
+  bool suspended = false;
+};
+
+Roster& roster() {
+  static Roster r;
+  return r;
+}
+
+// The live watchers, held so none goes away while the caller works on them.
+std::vector<std::shared_ptr<Watcher>> live_watchers(bool suspended) {
+  auto& r = roster();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.suspended = suspended;
+  std::vector<std::shared_ptr<Watcher>> out;
+  for (auto* w : r.live) {
+    if (auto held = w->weak_from_this().lock()) out.push_back(std::move(held));
+  }
+  return out;
+}
+
+}  // namespace
+
 Watcher::Watcher(net::any_io_executor executor, int fd, std::string root, WatcherOptions options,
                  const system::UserDatabase& users)
     : stream_(executor, fd),
@@ -58,9 +87,18 @@ Watcher::Watcher(net::any_io_executor executor, int fd, std::string root, Watche
       root_(std::move(root)),
       options_(options),
       users_(users),
-      wake_(executor) {}
+      wake_(executor) {
+  auto& r = roster();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.live.insert(this);
+}
 
-Watcher::~Watcher() { close(); }
+Watcher::~Watcher() {
+  close();
+  auto& r = roster();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.live.erase(this);
+}
 
 std::shared_ptr<Watcher> Watcher::start(net::any_io_executor executor, std::string root, WatcherOptions options,
                                         const system::UserDatabase& users, std::string& error) {
@@ -70,44 +108,116 @@ std::shared_ptr<Watcher> Watcher::start(net::any_io_executor executor, std::stri
     return nullptr;
   }
   std::shared_ptr<Watcher> w(new Watcher(executor, fd, std::move(root), options, users));
-  // The root may itself be a symlink to a directory: follow it (below the root nothing is).
-  int wd = inotify_add_watch(fd, w->root_.c_str(), inotify_watch_mask() | IN_ONLYDIR);
-  if (wd < 0) {
-    error = "error adding path " + w->root_ + " to watcher: " + system::errno_text(errno);
+  if (std::string problem = w->watch_root(); !problem.empty()) {
+    error = "error adding path " + w->root_ + " to watcher: " + problem;
     return nullptr;
   }
-  w->root_wd_ = wd;
-  w->paths_by_wd_[wd] = "";
-  w->wd_by_path_[""] = wd;
-  if (options.recursive) {
-    w->add_tree("", false);
-    if (w->error_) {
-      constexpr std::string_view kPrefix = "watcher error: ";
-      std::string detail = *w->error_;
-      if (detail.rfind(kPrefix, 0) == 0) detail.erase(0, kPrefix.size());
-      error = "error adding path " + w->root_ + " to watcher: " + detail;
-      return nullptr;
-    }
+  w->start_reading();
+  bool suspended = false;
+  {
+    auto& r = roster();
+    std::lock_guard<std::mutex> lock(r.mu);
+    suspended = r.suspended;
   }
-  w->reading_ = true;
-  net::co_spawn(executor, read_loop(w), net::detached);
+  if (suspended) w->suspend();
   return w;
 }
 
-net::awaitable<void> Watcher::read_loop(std::shared_ptr<Watcher> self) {
+std::string Watcher::watch_root() {
+  // The root may itself be a symlink to a directory: follow it (below the root nothing is).
+  int wd = inotify_add_watch(fd_, root_.c_str(), inotify_watch_mask() | IN_ONLYDIR);
+  if (wd < 0) return system::errno_text(errno);
+  root_wd_ = wd;
+  paths_by_wd_[wd] = "";
+  wd_by_path_[""] = wd;
+  if (options_.recursive) {
+    add_tree("", false);
+    if (error_) {
+      constexpr std::string_view kPrefix = "watcher error: ";
+      std::string detail = *error_;
+      if (detail.rfind(kPrefix, 0) == 0) detail.erase(0, kPrefix.size());
+      return detail;
+    }
+  }
+  return "";
+}
+
+void Watcher::start_reading() {
+  net::co_spawn(stream_.get_executor(), read_loop(shared_from_this(), ++generation_), net::detached);
+}
+
+net::awaitable<void> Watcher::read_loop(std::shared_ptr<Watcher> self, unsigned long generation) {
   // inotify reads return whole records; the buffer holds thousands of them.
   std::vector<char> buf(kReadBuffer);
-  while (!self->closed_ && !self->error_) {
+  auto current = [&] { return self->generation_ == generation && !self->closed_ && !self->error_; };
+  while (current()) {
     boost::system::error_code ec;
     size_t n = co_await self->stream_.async_read_some(net::buffer(buf), net::redirect_error(net::use_awaitable, ec));
-    if (self->closed_ || self->error_) break;
+    if (!current()) break;  // closed, failed or suspended meanwhile
     if (ec) {
       self->fail("watcher error: " + ec.message());
       break;
     }
     self->feed(buf.data(), n);
   }
-  self->reading_ = false;
+}
+
+void Watcher::suspend() {
+  if (suspended_ || closed_ || error_) return;
+  // What the kernel queued before the freeze is still delivered.
+  std::vector<char> buf(kReadBuffer);
+  for (;;) {
+    ssize_t n = ::read(fd_, buf.data(), buf.size());
+    if (n <= 0) break;  // EAGAIN: the queue is empty
+    feed(buf.data(), static_cast<size_t>(n));
+    if (error_) return;  // overflowed: the watcher has failed and let go of its descriptor
+  }
+  rewatch_root_ = wd_by_path_.count("") > 0;
+  suspended_ = true;
+  ++generation_;
+  boost::system::error_code ignored;
+  stream_.close(ignored);  // drops every watch and cancels the pending read
+  fd_ = -1;
+  paths_by_wd_.clear();
+  wd_by_path_.clear();
+  pending_moves_.clear();
+  reported_.clear();
+  root_wd_ = -1;
+}
+
+void Watcher::resume() {
+  if (!suspended_) return;
+  suspended_ = false;
+  if (closed_ || error_) return;
+  int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) {
+    fail("watcher error: creating watcher again after a pause: " + system::errno_text(errno));
+    return;
+  }
+  boost::system::error_code ec;
+  stream_.assign(fd, ec);
+  if (ec) {
+    ::close(fd);
+    fail("watcher error: creating watcher again after a pause: " + ec.message());
+    return;
+  }
+  fd_ = fd;
+  if (rewatch_root_) {
+    if (std::string problem = watch_root(); !problem.empty()) {
+      // error_ is already set when the tree below failed; the first error stands.
+      fail("watcher error: adding path " + root_ + " to watcher again after a pause: " + problem);
+      return;
+    }
+  }
+  start_reading();
+}
+
+void Watcher::suspend_all() {
+  for (auto& w : live_watchers(true)) w->suspend();
+}
+
+void Watcher::resume_all() {
+  for (auto& w : live_watchers(false)) w->resume();
 }
 
 void Watcher::close() {

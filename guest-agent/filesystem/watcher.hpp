@@ -77,6 +77,20 @@ class Watcher : public std::enable_shared_from_this<Watcher> {
   void close();
   bool closed() const { return closed_; }
 
+  // Checkpoint support (system/quiesce.hpp). suspend() reads what the kernel has queued, then
+  // closes the inotify descriptor (CRIU cannot reliably restore inotify watches on overlayfs)
+  // but keeps the root and options; resume() watches the root (and, recursive, the tree as it
+  // is now) again. Events between the two are lost: nothing watches in between, and a scan could
+  // not tell which entries changed. A root gone by then fails the watcher with an error, so the
+  // client learns of it. Both are idempotent and no-ops on a closed or failed watcher.
+  void suspend();
+  void resume();
+  bool suspended() const { return suspended_; }
+  // Every live watcher of the process: the RPC layer creates watchers without knowing about
+  // checkpoints. Watchers started while suspended start suspended.
+  static void suspend_all();
+  static void resume_all();
+
   // Processes a buffer of raw inotify_event records: what the read loop does with each read;
   // tests feed synthetic records through it.
   void feed(const char* data, size_t size);
@@ -91,7 +105,11 @@ class Watcher : public std::enable_shared_from_this<Watcher> {
  private:
   Watcher(net::any_io_executor executor, int fd, std::string root, WatcherOptions options,
           const system::UserDatabase& users);
-  static net::awaitable<void> read_loop(std::shared_ptr<Watcher> self);
+  static net::awaitable<void> read_loop(std::shared_ptr<Watcher> self, unsigned long generation);
+  void start_reading();
+  // Watches the root and, recursive, the tree below: "" or what went wrong (without the
+  // "watcher error: " prefix), for the caller to word.
+  std::string watch_root();
 
   void handle(int wd, uint32_t mask, uint32_t cookie, const std::string& name);
   void emit(const std::string& name, uint32_t mask);
@@ -127,7 +145,11 @@ class Watcher : public std::enable_shared_from_this<Watcher> {
   std::deque<WatchEvent> pending_;
   std::optional<std::string> error_;
   bool closed_ = false;
-  bool reading_ = false;
+  bool suspended_ = false;
+  // Whether the root was still watched when suspended (a moved root is not watched again).
+  bool rewatch_root_ = false;
+  // Each inotify descriptor gets a read loop of its own; a loop of an earlier one exits quietly.
+  unsigned long generation_ = 0;
 };
 
 }  // namespace cove::filesystem

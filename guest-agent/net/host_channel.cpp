@@ -6,11 +6,13 @@
 #include <boost/asio/write.hpp>
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <iostream>
 
 namespace cove::netio {
 namespace {
@@ -40,8 +42,66 @@ HandshakeParse parse_handshake(std::string_view bytes, uint16_t& port, size_t& c
   return HandshakeParse::connect;
 }
 
-net::awaitable<void> serve_host_channel(Socket socket, const http::Handler& handler, uint16_t own_port,
-                                        Splicer& splicer) {
+HostChannel::HostChannel(net::any_io_executor executor, http::Handler handler, uint16_t own_port, Splicer& splicer,
+                         std::chrono::milliseconds close_grace)
+    : handler_(std::move(handler)),
+      own_port_(own_port),
+      splicer_(splicer),
+      close_grace_(close_grace),
+      tracking_(std::make_shared<Tracking>(std::move(executor))) {}
+
+net::awaitable<void> HostChannel::serve(Socket socket) {
+  // Tracked from accept until the descriptor is closed (serve_tracked's socket, or the one it
+  // moved into the HTTP loop, is closed before it returns; nothing runs in between).
+  const int fd = socket.native_handle();
+  const unsigned long id = ++tracking_->next_id;
+  tracking_->open[fd] = Connection{id, false};
+  struct Untrack {
+    std::shared_ptr<Tracking> tracking;
+    int fd;
+    unsigned long id;
+    ~Untrack() {
+      auto it = tracking->open.find(fd);
+      if (it != tracking->open.end() && it->second.id == id) tracking->open.erase(it);
+      tracking->closed.notify_all();
+    }
+  } untrack{tracking_, fd, id};
+  co_await serve_tracked(std::move(socket));
+}
+
+net::awaitable<std::string> HostChannel::let_go(int request_fd) {
+  auto& open = tracking_->open;
+  if (auto it = open.find(request_fd); it != open.end()) it->second.carries_freeze = true;
+  // Shutting down wakes whatever waits on a connection (the next request's read, a stream's
+  // disconnect watch, a write), so each ends and closes its descriptor.
+  for (const auto& [fd, connection] : open) {
+    if (!connection.carries_freeze) ::shutdown(fd, SHUT_RDWR);
+  }
+  restart_splicer_ = restart_splicer_ || splicer_.running();
+  splicer_.stop();
+  const auto deadline = async::Clock::now() + close_grace_;
+  for (;;) {
+    size_t left = 0;
+    for (const auto& [fd, connection] : open) left += connection.carries_freeze ? 0 : 1;
+    if (left == 0) co_return std::string();
+    if (async::Clock::now() >= deadline) {
+      co_return std::to_string(left) + " host-channel connection(s) still open " +
+          std::to_string(close_grace_.count()) + " ms after being shut down";
+    }
+    co_await tracking_->closed.wait_until(deadline);
+  }
+}
+
+void HostChannel::take_back() {
+  if (!restart_splicer_) return;  // it starts on the next port-forward anyway
+  restart_splicer_ = false;
+  std::string error;
+  if (!splicer_.start(&error)) std::cerr << "cove-agent: port forwarding unavailable: " << error << "\n";
+}
+
+net::awaitable<void> HostChannel::serve_tracked(Socket socket) {
+  const http::Handler& handler = handler_;
+  const uint16_t own_port = own_port_;
   std::string initial;
   std::array<char, 64> buf;
   uint16_t port = 0;
@@ -98,7 +158,7 @@ net::awaitable<void> serve_host_channel(Socket socket, const http::Handler& hand
     if (b >= 0) close(b);
     co_return;
   }
-  splicer.add(a, b);
+  splicer_.add(a, b);  // closes both itself when it cannot run
 }
 
 }  // namespace cove::netio

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 
 namespace cove::netio {
@@ -39,18 +40,10 @@ struct Splicer::Session {
 // at least 8-byte aligned; kWakeTag=1 alone marks the eventfd read).
 static uint64_t tag(void* d, bool out_op) { return reinterpret_cast<uintptr_t>(d) | (out_op ? 2 : 0) | 4; }
 
-Splicer::~Splicer() {
-  if (thread_.joinable()) {
-    stopping_ = true;
-    uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof one);
-    thread_.join();
-  }
-  if (ring_ready_) io_uring_queue_exit(&ring_);
-  if (wake_fd_ >= 0) close(wake_fd_);
-}
+Splicer::~Splicer() { stop(); }
 
 bool Splicer::start(std::string* error) {
+  if (running()) return true;
   wake_fd_ = eventfd(0, EFD_CLOEXEC);
   if (wake_fd_ < 0) {
     *error = std::string("eventfd: ") + strerror(errno);
@@ -59,20 +52,54 @@ bool Splicer::start(std::string* error) {
   int rc = io_uring_queue_init(256, &ring_, 0);
   if (rc < 0) {
     *error = std::string("io_uring_queue_init: ") + strerror(-rc);
+    close(wake_fd_);
+    wake_fd_ = -1;
     return false;
   }
   ring_ready_ = true;
+  stopping_ = false;
   thread_ = std::thread([this] { run(); });
   return true;
 }
 
-void Splicer::add(int fd_a, int fd_b) {
+void Splicer::stop() {
+  if (thread_.joinable()) {
+    stopping_ = true;
+    uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+    thread_.join();  // the thread ends its sessions first; its exit ends its io_uring workers
+  }
+  if (ring_ready_) io_uring_queue_exit(&ring_);
+  ring_ready_ = false;
+  if (wake_fd_ >= 0) close(wake_fd_);
+  wake_fd_ = -1;
+  // Sockets handed over after the thread's last look.
+  std::vector<std::pair<int, int>> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    left.swap(pending_);
+  }
+  for (auto [a, b] : left) {
+    close(a);
+    close(b);
+  }
+  stopping_ = false;
+}
+
+bool Splicer::add(int fd_a, int fd_b) {
+  std::string error;
+  if (!running() && !start(&error)) {
+    close(fd_a);
+    close(fd_b);
+    return false;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.emplace_back(fd_a, fd_b);
   }
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof one);
+  return true;
 }
 
 void Splicer::arm_wakeup() {
@@ -105,6 +132,42 @@ void Splicer::run() {
     io_uring_cq_advance(&ring_, seen);
     io_uring_submit(&ring_);
   }
+  drain_and_exit();
+}
+
+void Splicer::drain_and_exit() {
+  // Aborting shuts both sockets down, which wakes every splice blocked on them.
+  std::vector<Session*> all(sessions_.begin(), sessions_.end());
+  for (auto* s : all) {
+    abort(s);
+    maybe_free(s);
+  }
+  io_uring_submit(&ring_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!sessions_.empty() && std::chrono::steady_clock::now() < deadline) {
+    io_uring_cqe* cqe = nullptr;
+    __kernel_timespec wait{0, 100 * 1000 * 1000};
+    int rc = io_uring_wait_cqe_timeout(&ring_, &cqe, &wait);
+    if (rc == -ETIME || rc == -EINTR) continue;
+    if (rc < 0) break;
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      ++seen;
+      uint64_t data = io_uring_cqe_get_data64(cqe);
+      if (data == kWakeTag) continue;
+      auto* d = reinterpret_cast<Direction*>(data & ~uint64_t(7));
+      complete(d, (data & 2) != 0, cqe->res);
+    }
+    io_uring_cq_advance(&ring_, seen);
+    io_uring_submit(&ring_);
+  }
+  // Still in flight past the deadline: the ring's exit cancels those operations (they hold their
+  // own file references), so the descriptors and the memory can go now.
+  for (auto* s : std::vector<Session*>(sessions_.begin(), sessions_.end())) {
+    s->inflight = 0;
+    maybe_free(s);
+  }
 }
 
 void Splicer::accept_pending() {
@@ -135,6 +198,7 @@ void Splicer::accept_pending() {
       d.pipe_w = p[1];
     }
     ++active_;
+    sessions_.insert(s);
     if (!ok) {
       abort(s);
       maybe_free(s);
@@ -225,6 +289,7 @@ void Splicer::maybe_free(Session* s) {
   }
   close(s->fds[0]);
   close(s->fds[1]);
+  sessions_.erase(s);
   delete s;
   --active_;
 }

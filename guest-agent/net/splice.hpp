@@ -2,12 +2,15 @@
 // Byte pumping between a host-channel connection and a port inside the sandbox, done by the
 // kernel: io_uring splice through a pipe per direction, on one dedicated thread, so proxied
 // traffic never touches the agent's request loop or user-space buffers.
+// CRIU cannot dump an io_uring, so a checkpoint stops the splicer (ending every session) and the
+// ring exists only while it runs; start, stop and add are called from one thread.
 #include <liburing.h>
 
 #include <atomic>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -20,10 +23,16 @@ class Splicer {
   Splicer(const Splicer&) = delete;
   Splicer& operator=(const Splicer&) = delete;
 
+  // Sets up the ring and its thread; true at once when running. Callable again after stop().
   bool start(std::string* error);
+  // Ends every session (their sockets are closed), joins the thread and closes the ring and the
+  // wake-up eventfd, so the process holds no io_uring (nor its worker threads). Idempotent.
+  void stop();
+  bool running() const { return thread_.joinable(); }
   // Takes ownership of both sockets; each direction runs until EOF, then the write side is shut
-  // down; an error in either direction ends both.
-  void add(int fd_a, int fd_b);
+  // down; an error in either direction ends both. Starts the splicer when stopped; false (both
+  // sockets closed) when it cannot run.
+  bool add(int fd_a, int fd_b);
   size_t active_sessions() const { return active_.load(); }
 
  private:
@@ -38,6 +47,7 @@ class Splicer {
   void abort(Session* s);
   void maybe_free(Session* s);
   void arm_wakeup();
+  void drain_and_exit();
 
   io_uring ring_{};
   bool ring_ready_ = false;
@@ -47,6 +57,7 @@ class Splicer {
   std::atomic<bool> stopping_{false};
   std::mutex mu_;
   std::vector<std::pair<int, int>> pending_;
+  std::unordered_set<Session*> sessions_;  // the splicer thread's alone
   std::atomic<size_t> active_{0};
 };
 

@@ -1,5 +1,6 @@
 #include "rest/endpoints.hpp"
 
+#include <sys/prctl.h>
 #include <time.h>
 
 #include <nlohmann/json.hpp>
@@ -97,6 +98,7 @@ void register_endpoints(http::Router& router, std::shared_ptr<EndpointDeps> d) {
       co_await ex.respond(400, "", "");
       co_return;
     }
+    if (ex.has_header("X-Access-Token")) req.presented_token = std::string(ex.header("X-Access-Token"));
     switch (d->state.apply_init(req)) {
       case system::InitOutcome::unauthorized_reset:
         co_await ex.respond(401, "text/plain; charset=utf-8", "access token reset not authorized");
@@ -110,6 +112,8 @@ void register_endpoints(http::Router& router, std::shared_ptr<EndpointDeps> d) {
       case system::InitOutcome::stale:
         break;
     }
+    // The host sends /init after every resume or restore: take back what /freeze let go.
+    d->quiesce.resume();
     ex.response_headers().set("Cache-Control", "no-store");
     co_await ex.respond(204, "", "");
   });
@@ -130,9 +134,34 @@ void register_endpoints(http::Router& router, std::shared_ptr<EndpointDeps> d) {
     co_await ex.respond(200, "application/json", system::MetricsSampler::to_json(*sample));
   });
 
-  // The orchestrator's freeze controls. They acknowledge for now; the pause issue gives them
-  // real effect (cgroup freezer, FIFREEZE).
-  for (const char* path : {"/freeze", "/unfreeze", "/fsfreeze", "/fsthaw"}) {
+  // Before the host freezes or checkpoints the sandbox: let go of what CRIU cannot dump
+  // (system/quiesce.hpp). The connection carrying this request is closed once the 204 is
+  // written, so a host that reads to EOF knows everything has been let go.
+  router.add("POST", "/freeze", [d](http::Exchange& ex) -> http::net::awaitable<void> {
+    ex.close_after();
+    // A process restored by CRIU is left non-dumpable, and the host cannot checkpoint a
+    // non-dumpable process again: the agent, at least, makes itself dumpable once more.
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    const int request_fd = ex.socket().native_handle();
+    std::string problem = co_await d->quiesce.freeze(request_fd);
+    if (!problem.empty()) {
+      const std::string message = "freeze: " + problem;  // named: see rpc/connect.cpp
+      co_await respond_json_error(ex, 500, message);
+      co_return;
+    }
+    ex.response_headers().set("Cache-Control", "no-store");
+    co_await ex.respond(204, "", "");
+  });
+
+  // The pause was abandoned: take back what /freeze let go, as /init does.
+  router.add("POST", "/unfreeze", [d](http::Exchange& ex) -> http::net::awaitable<void> {
+    d->quiesce.resume();
+    ex.response_headers().set("Cache-Control", "no-store");
+    co_await ex.respond(204, "", "");
+  });
+
+  // Acknowledged: no filesystem freeze is needed in a container (the host keeps its upper dir).
+  for (const char* path : {"/fsfreeze", "/fsthaw"}) {
     router.add("POST", path, [](http::Exchange& ex) -> http::net::awaitable<void> {
       co_await ex.respond(204, "", "");
     });

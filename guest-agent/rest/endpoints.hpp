@@ -6,6 +6,7 @@
 #include "http/router.hpp"
 #include "system/agent_state.hpp"
 #include "system/metrics.hpp"
+#include "system/quiesce.hpp"
 
 namespace cove::rest {
 
@@ -14,6 +15,7 @@ struct EndpointDeps {
   system::MetricsSampler& metrics;
   std::string envd_version;
   bool clock_sync = false;  // only where the agent owns the clock (a microVM), never in a container
+  system::Quiesce& quiesce;  // /freeze lets go, /init and /unfreeze take back
 };
 
 void register_endpoints(http::Router& router, std::shared_ptr<EndpointDeps> deps);

@@ -15,8 +15,9 @@ InitOutcome AgentState::apply_init(const InitRequest& request) {
   // Without a metadata service, only the holder of the current token may change or clear it;
   // the first /init (no token yet) sets it up.
   if (access_token_) {
-    if (!request.access_token) return InitOutcome::unauthorized_reset;
-    if (!token_matches(*request.access_token)) return InitOutcome::token_mismatch;
+    const bool presented = request.presented_token && token_matches(*request.presented_token);
+    if (!request.access_token && !presented) return InitOutcome::unauthorized_reset;
+    if (!presented && !token_matches(*request.access_token)) return InitOutcome::token_mismatch;
   }
   if (request.timestamp) {
     if (last_timestamp_ && *request.timestamp <= *last_timestamp_) return InitOutcome::stale;

@@ -16,6 +16,9 @@ struct InitRequest {
   std::optional<std::chrono::system_clock::time_point> timestamp;
   std::optional<std::string> default_user;
   std::optional<std::string> default_workdir;
+  // The request's X-Access-Token header. Holding the current token authorises replacing it: a
+  // sandbox restored from another's snapshot is handed its own token this way.
+  std::optional<std::string> presented_token;
 };
 
 enum class InitOutcome { applied, stale, unauthorized_reset, token_mismatch };

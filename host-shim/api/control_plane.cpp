@@ -95,14 +95,65 @@ class ControlPlane {
         co_return;
       }
       case Endpoint::connect_v1:
-      case Endpoint::connect_v2: {
+      case Endpoint::connect_v2:
+      case Endpoint::resume: {
         std::string sandbox = id();
         std::string body = co_await read_body(ex);
-        auto timeout = parse_connect_request(
+        ConnectRequest request = parse_connect_request(
             body, match.endpoint == Endpoint::connect_v1 ? ApiVersion::v1 : ApiVersion::v2);
-        auto [view, resumed] = co_await lifecycle_.connect(team, sandbox, timeout);
+        if (match.endpoint == Endpoint::resume) {
+          // The deprecated resume: like connect, but a running sandbox is a conflict (as E2B).
+          SandboxView current = co_await lifecycle_.get(team, sandbox);
+          if (current.record.state == SandboxState::running) {
+            throw ApiError(409, "Sandbox \"" + sandbox + "\" is already running");
+          }
+        }
+        auto [view, resumed] = co_await lifecycle_.connect(team, sandbox, request.timeout_s, request.memory);
         json out = sandbox_json(view, context_);
         co_await respond_json(ex, resumed ? 201 : 200, out);
+        co_return;
+      }
+      case Endpoint::pause: {
+        std::string sandbox = id();
+        std::string body = co_await read_body(ex);
+        bool memory = parse_pause_request(body);
+        co_await lifecycle_.pause(team, sandbox, memory);
+        co_await ex.respond(204, "", "");
+        co_return;
+      }
+      case Endpoint::snapshot_create: {
+        std::string sandbox = id();
+        std::string body = co_await read_body(ex);
+        std::string name = parse_snapshot_request(body);
+        Snapshot snap = co_await lifecycle_.create_snapshot(team, sandbox, name);
+        json out = snapshot_info_json(snap);
+        co_await respond_json(ex, 201, out);
+        co_return;
+      }
+      case Endpoint::snapshots_list: {
+        std::string source = query.get("sandboxID").value_or("");
+        if (!source.empty()) source = parse_sandbox_id(source);  // as in paths: `<id>-<clientID>` works
+        std::string name = query.get("name").value_or("");
+        auto snaps = co_await lifecycle_.list_snapshots(team, source, name);
+        json items = json::array();
+        for (const auto& snap : snaps) items.push_back(snapshot_info_json(snap));
+        co_await respond_json(ex, 200, items);
+        co_return;
+      }
+      case Endpoint::fork: {
+        std::string sandbox = id();
+        std::string body = co_await read_body(ex);
+        ForkRequest request = parse_fork_request(body);
+        auto outcomes = co_await lifecycle_.fork(team, sandbox, request.count, request.timeout_s);
+        json items = json::array();
+        for (const auto& outcome : outcomes) {
+          if (outcome.sandbox) {
+            items.push_back(json{{"sandbox", sandbox_json(*outcome.sandbox, context_)}});
+          } else {
+            items.push_back(json{{"error", json{{"code", outcome.error_code}, {"message", outcome.error_message}}}});
+          }
+        }
+        co_await respond_json(ex, 201, items);
         co_return;
       }
       case Endpoint::get: {
@@ -248,6 +299,12 @@ class ControlPlane {
       }
       case Endpoint::template_delete: {
         std::string tpl = segment(match, 0);
+        // Snapshots are templates to clients (Sandbox.deleteSnapshot deletes /templates/<id>).
+        if (co_await lifecycle_.delete_snapshot(team, tpl)) {
+          co_await ex.respond(204, "", "");
+          co_return;
+        }
+        if (!options_.builds) throw ApiError(404, "Template '" + tpl + "' not found");
         options_.builds->remove(team, tpl);
         co_await ex.respond(204, "", "");
         co_return;
@@ -284,7 +341,6 @@ class ControlPlane {
   static bool is_build_endpoint(Endpoint e) {
     switch (e) {
       case Endpoint::template_register:
-      case Endpoint::template_delete:
       case Endpoint::template_files:
       case Endpoint::template_upload:
       case Endpoint::build_start:

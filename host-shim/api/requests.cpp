@@ -184,6 +184,7 @@ CreateRequest parse_create_request(std::string_view body, ApiVersion version,
   request.allow_internet_access = bool_field(doc, "allow_internet_access").value_or(true);
   request.auto_pause = bool_field(doc, "autoPause").value_or(false);
   const bool pause_memory = bool_field(doc, "autoPauseMemory").value_or(true);
+  request.auto_pause_memory = pause_memory;
   if (const json* r = member(doc, "autoResume")) {
     if (!r->is_object()) throw parse_error("'autoResume' must be an object");
     request.auto_resume = bool_field(*r, "enabled").value_or(false);
@@ -202,14 +203,35 @@ CreateRequest parse_create_request(std::string_view body, ApiVersion version,
   return request;
 }
 
-std::optional<int64_t> parse_connect_request(std::string_view body, ApiVersion version) {
+ConnectRequest parse_connect_request(std::string_view body, ApiVersion version) {
   const json doc = parse_object(body, version == ApiVersion::v2);
-  auto timeout = int_field(doc, "timeout", 0);
-  if (version == ApiVersion::v1 && !timeout) throw parse_error("'timeout' is required");
-  if (auto memory = bool_field(doc, "memory"); memory && !*memory) {
-    throw ApiError(501, "Resuming without memory is not supported");
-  }
-  return timeout;
+  ConnectRequest request;
+  request.timeout_s = int_field(doc, "timeout", 0);
+  if (version == ApiVersion::v1 && !request.timeout_s) throw parse_error("'timeout' is required");
+  request.memory = bool_field(doc, "memory").value_or(true);
+  return request;
+}
+
+bool parse_pause_request(std::string_view body) {
+  const json doc = parse_object(body, true);
+  return bool_field(doc, "memory").value_or(true);
+}
+
+std::string parse_snapshot_request(std::string_view body) {
+  const json doc = parse_object(body, true);
+  const json* name = member(doc, "name");
+  if (!name || name->is_null()) return {};
+  if (!name->is_string()) throw parse_error("'name' must be a string");
+  return name->get<std::string>();
+}
+
+ForkRequest parse_fork_request(std::string_view body) {
+  const json doc = parse_object(body, true);
+  ForkRequest request;
+  if (auto count = int_field(doc, "count", 1, 100)) request.count = static_cast<int>(*count);
+  request.timeout_s = int_field(doc, "timeout", 0);
+  if (request.timeout_s && *request.timeout_s == 0) request.timeout_s.reset();
+  return request;
 }
 
 int64_t parse_timeout_request(std::string_view body) {

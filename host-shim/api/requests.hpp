@@ -24,8 +24,22 @@ inline constexpr int64_t kMaxRefreshSeconds = 3600;
 // secured).
 CreateRequest parse_create_request(std::string_view body, ApiVersion version,
                                    std::optional<int64_t> default_timeout_s);
+struct ConnectRequest {
+  std::optional<int64_t> timeout_s;
+  bool memory = true;  // false: reboot over the kept files
+};
 // `POST …/connect`: v1 requires `{timeout}`; v2's body and timeout are optional.
-std::optional<int64_t> parse_connect_request(std::string_view body, ApiVersion version);
+ConnectRequest parse_connect_request(std::string_view body, ApiVersion version);
+// `POST /sandboxes/{id}/pause` `{memory?}` (optional body; memory defaults to true).
+bool parse_pause_request(std::string_view body);
+// `POST /sandboxes/{id}/snapshots` `{name?}`.
+std::string parse_snapshot_request(std::string_view body);
+struct ForkRequest {
+  int count = 1;
+  std::optional<int64_t> timeout_s;
+};
+// `POST /sandboxes/{id}/fork` `{count?, timeout?}` (optional body; count 1..100).
+ForkRequest parse_fork_request(std::string_view body);
 // `POST /sandboxes/{id}/timeout` `{timeout}` (required, ≥ 0).
 int64_t parse_timeout_request(std::string_view body);
 // `POST /sandboxes/{id}/refreshes` `{duration}` (optional, 0..3600; raised to 15 as E2B does).

@@ -123,4 +123,8 @@ json template_alias_json(const Template& t) { return json{{"templateID", t.id}, 
 
 std::string dump(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
+json snapshot_info_json(const Snapshot& snapshot) {
+  return json{{"snapshotID", snapshot.id}, {"names", snapshot.names}};
+}
+
 }  // namespace cove::shim::api

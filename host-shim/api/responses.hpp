@@ -23,6 +23,7 @@ nlohmann::json listed_sandbox_json(const SandboxView& view, const ResponseContex
 nlohmann::json metric_json(const MetricSample& sample);                                       // SandboxMetric
 nlohmann::json template_json(const Template& tmpl);                                           // Template
 nlohmann::json template_alias_json(const Template& tmpl);                                     // TemplateAliasResponse
+nlohmann::json snapshot_info_json(const Snapshot& snapshot);                                  // SnapshotInfo
 
 // Text of a JSON response body (invalid UTF-8 replaced rather than thrown on).
 std::string dump(const nlohmann::json& value);

@@ -22,6 +22,11 @@ enum class Endpoint {
   connect_v2,
   set_timeout,
   refresh,
+  pause,
+  resume,             // deprecated POST /sandboxes/{id}/resume: connect that insists on a paused one
+  fork,
+  snapshot_create,
+  snapshots_list,
   metrics,
   metrics_many,
   templates,

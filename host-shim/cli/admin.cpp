@@ -89,6 +89,22 @@ http::Handler make_admin_handler(SandboxManager& manager, TemplateService& templ
       co_return;
     }
     const std::string prefix = "/sandboxes/";
+    const std::string checkpoint_suffix = "/checkpoint";
+    if (ex.method() == "POST" && path.rfind(prefix, 0) == 0 && path.size() > prefix.size() + checkpoint_suffix.size() &&
+        path.compare(path.size() - checkpoint_suffix.size(), checkpoint_suffix.size(), checkpoint_suffix) == 0) {
+      std::string id = path.substr(prefix.size(), path.size() - prefix.size() - checkpoint_suffix.size());
+      unsigned status = 204;
+      std::string body;
+      try {
+        co_await manager.make_cold(operator_team, id);
+      } catch (const LifecycleError& e) {
+        status = e.status();
+        body = nlohmann::json{{"code", e.status()}, {"message", e.what()}}.dump();
+      }
+      std::string type = body.empty() ? "" : "application/json";
+      co_await ex.respond(status, type, std::move(body));
+      co_return;
+    }
     if (ex.method() == "DELETE" && path.rfind(prefix, 0) == 0) {
       std::string id = path.substr(prefix.size());
       bool killed = co_await manager.kill(operator_team, id);

@@ -96,6 +96,7 @@ int serve(const Config& config) {
   container::ContainerRuntimeOptions runtime_options;
   runtime_options.state_dir = config.state_dir;
   runtime_options.network = network_config;
+  if (!config.criu_path.empty()) runtime_options.criu_path = config.criu_path;
   container::ContainerRuntime runtime(io.get_executor(), runtime_options, network);
 
   SystemWallClock clock;
@@ -107,10 +108,13 @@ int serve(const Config& config) {
   options.pids_max = config.pids_max;
   options.max_sandboxes = config.max_sandboxes;
   options.extra_layers = {prepared.agent_layer};
+  options.checkpoints_dir = config.state_dir + "/checkpoints";
+  options.pause.cold_after = std::chrono::seconds(config.pause_cold_after_s);
+  options.pause.retention = std::chrono::seconds(config.paused_retention_s);
   SandboxManager manager(io.get_executor(), *store, runtime, tokens, clock, ids, options);
 
   auto report = manager.reconcile();
-  say("reconciled: " + std::to_string(report.recovered) + " running, " + std::to_string(report.lost) +
+  say("reconciled: " + std::to_string(report.recovered) + " recovered (running or paused), " + std::to_string(report.lost) +
       " gone, " + std::to_string(report.orphans) + " orphans removed");
 
   TemplateServiceOptions build_options;

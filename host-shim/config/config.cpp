@@ -198,6 +198,12 @@ Config parse_config(const std::string& toml_text) {
       cfg.default_timeout_s = get_int(v, k, 1, kMaxTimeout);
     } else if (k == "max_timeout_s") {
       cfg.max_timeout_s = get_int(v, k, 1, kMaxTimeout);
+    } else if (k == "pause_cold_after_s") {
+      cfg.pause_cold_after_s = get_int(v, k, 0, kMaxTimeout);
+    } else if (k == "paused_retention_s") {
+      cfg.paused_retention_s = get_int(v, k, 60, 10LL * 365 * 86400);
+    } else if (k == "criu_path") {
+      cfg.criu_path = get_absolute_path(v, k, true);
     } else if (k == "pids_max") {
       cfg.pids_max = static_cast<int>(get_int(v, k, 16, 4194304));
     } else if (k == "max_sandboxes") {
@@ -222,7 +228,7 @@ Config parse_config(const std::string& toml_text) {
       unknown_key(v.line, "", k,
                   {"api_listen", "sandbox_listen", "tls_listen", "tls_cert", "tls_key", "http2", "domain", "state_dir", "agent_path", "registry_ca", "max_concurrent_builds", "layers_dir", "base_rootfs",
                    "default_timeout_s", "max_timeout_s", "pids_max", "max_sandboxes", "bridge", "subnet",
-                   "templates"});
+                   "templates", "pause_cold_after_s", "paused_retention_s", "criu_path"});
     }
   }
 

@@ -40,6 +40,9 @@ struct Config {
   int64_t default_timeout_s = 300; // when a create omits `timeout` (v1 body: E2B's 15 is too short for users of older SDKs)
   int64_t max_timeout_s = 86400;   // longest lifetime a create/timeout/connect may ask for
   int pids_max = 4096;
+  int64_t pause_cold_after_s = 300;      // a paused sandbox's memory goes to disk (CRIU) after this; 0 = at once
+  int64_t paused_retention_s = 2592000;  // a paused sandbox is killed after this (30 days)
+  std::string criu_path;                 // CRIU 4.2.x ("" = what tools/criu.sh builds)
   int max_sandboxes = 1000;        // running at once on this node
   std::string bridge = "cove0";
   std::string subnet = "10.88.0.0/16";  // sandboxes' addresses; .0.1 is the bridge

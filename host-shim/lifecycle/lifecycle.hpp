@@ -31,6 +31,7 @@ struct CreateRequest {
   bool secure = true;
   bool allow_internet_access = true;
   bool auto_pause = false;
+  bool auto_pause_memory = true;         // false: the timeout pauses filesystem-only
   bool auto_resume = false;
   std::string network_json = "null";     // echoed back in SandboxDetail.network
   // Template builds only (never from the API): start from these layers instead of the
@@ -71,6 +72,13 @@ struct MetricSample {
   uint64_t disk_used = 0, disk_total = 0;
 };
 
+// One child of a fork: the sandbox, or why it could not start (the others are unaffected).
+struct ForkOutcome {
+  std::optional<SandboxView> sandbox;
+  int error_code = 0;  // HTTP-style, as LifecycleError
+  std::string error_message;
+};
+
 // A proxied connection into a sandbox. Kill closes every live lease of that sandbox at once.
 class PortLease {
  public:
@@ -82,11 +90,29 @@ class Lifecycle {
  public:
   virtual ~Lifecycle() = default;
 
+  // `request.template_ref` may also name one of the team's snapshots: the sandbox then starts
+  // from its checkpoint (processes included) over a copy of its disk.
   virtual net::awaitable<SandboxView> create(std::string team_id, CreateRequest request) = 0;
   // Running → extends endAt to now+timeout if that is later (never shortens); returns
-  // {view, resumed=false}. Unknown, killed or another team's → not_found.
+  // {view, resumed=false}. Paused → resumes it (memory=false: boots it again over its files,
+  // discarding the memory state) with endAt = now+timeout; {view, resumed=true}. Unknown,
+  // killed or another team's → not_found.
   virtual net::awaitable<std::pair<SandboxView, bool>> connect(std::string team_id, std::string id,
-                                                               std::optional<int64_t> timeout_s) = 0;
+                                                               std::optional<int64_t> timeout_s,
+                                                               bool memory) = 0;
+  // Running → paused (memory=false: only its files are kept). Already paused → conflict;
+  // unknown/killed → not_found.
+  virtual net::awaitable<void> pause(std::string team_id, std::string id, bool memory) = 0;
+  // A checkpoint of a running or paused sandbox that new sandboxes start from; the source goes on.
+  virtual net::awaitable<Snapshot> create_snapshot(std::string team_id, std::string id, std::string name) = 0;
+  // The team's snapshots; filters apply when not empty (`name` matches a name or the id).
+  virtual net::awaitable<std::vector<Snapshot>> list_snapshots(std::string team_id, std::string sandbox_id,
+                                                               std::string name) = 0;
+  // false: no such snapshot of this team.
+  virtual net::awaitable<bool> delete_snapshot(std::string team_id, std::string id) = 0;
+  // `count` new sandboxes from one checkpoint of a running or paused sandbox.
+  virtual net::awaitable<std::vector<ForkOutcome>> fork(std::string team_id, std::string id, int count,
+                                                        std::optional<int64_t> timeout_s) = 0;
   virtual net::awaitable<SandboxView> get(std::string team_id, std::string id) = 0;
   virtual net::awaitable<ListPage> list(std::string team_id, ListRequest request) = 0;
   // true if it was alive and is now killed; false if unknown/already killed.

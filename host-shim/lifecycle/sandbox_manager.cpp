@@ -7,6 +7,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -76,37 +78,62 @@ void SandboxManager::shutdown() {
 SandboxManager::ReconcileReport SandboxManager::reconcile() {
   ReconcileReport report;
   std::set<std::string> handled;
+  std::set<std::string> on_host;
+  for (auto& id : runtime_.instances()) on_host.insert(id);
   for (auto& record : store_.live_sandboxes()) {
     handled.insert(record.id);
-    Entry entry{record};
-    bool alive = false;
+    HostFacts facts;
     // A build sandbox's build died with the old process: it is torn down, never re-attached.
-    if (record.state == SandboxState::running && record.team_id != kBuilderTeam) {
+    const bool recoverable = record.team_id != kBuilderTeam;
+    if (recoverable) {
       try {
-        alive = runtime_.recover(record.id);
+        facts.alive = runtime_.recover(record.id);
       } catch (const std::exception& e) {
         log_line("recover " + record.id + ": " + e.what());
       }
+      facts.has_checkpoint = has_checkpoint(record.id);
+      facts.has_disk = on_host.count(record.id) > 0;
     }
-    if (alive) {
-      slots_.insert(record.slot);
-      live_.emplace(record.id, std::move(entry));
+    const RecoveryPlan plan = recoverable ? plan_recovery(record, facts) : RecoveryPlan{};
+    SandboxRecord rec = record;
+    if (plan.state != SandboxState::killed) {
+      try {
+        if (plan.thaw) runtime_.thaw(rec.id);
+        if (plan.freeze) runtime_.freeze(rec.id);
+      } catch (const std::exception& e) {
+        log_line("recover " + rec.id + ": " + e.what());
+      }
+      if (plan.state != SandboxState::paused || plan.paused_as != PauseKind::cold) discard_checkpoint(rec.id);
+      const uint64_t expected = rec.generation;
+      const bool changed = rec.state != plan.state || rec.paused_as != plan.paused_as;
+      rec.state = plan.state;
+      rec.paused_as = plan.paused_as;
+      if (rec.state == SandboxState::paused && rec.paused_at == TimePoint{}) rec.paused_at = clock_.now();
+      if (changed) {
+        rec.generation++;
+        store_.update_sandbox(rec, expected);
+        log_line("sandbox " + rec.id + " recovered as " + std::string(to_string(rec.state)) + " " +
+                 std::string(to_string(rec.paused_as)));
+      }
+      slots_.insert(rec.slot);
+      new_entry(rec);
       ++report.recovered;
       continue;
     }
-    // Half-created, half-killed or dead while we were away: make sure nothing is left.
+    // Half-created, half-killed or gone while we were away: make sure nothing is left.
     try {
       runtime_.destroy(record.id);
     } catch (const std::exception& e) {
       log_line("destroy " + record.id + ": " + e.what());
     }
-    uint64_t expected = entry.record.generation;
-    entry.record.state = SandboxState::killed;
-    entry.record.generation++;
-    store_.update_sandbox(entry.record, expected);
+    discard_checkpoint(record.id);
+    const uint64_t expected = rec.generation;
+    rec.state = SandboxState::killed;
+    rec.generation++;
+    store_.update_sandbox(rec, expected);
     ++report.lost;
   }
-  for (auto& id : runtime_.instances()) {
+  for (auto& id : on_host) {
     if (handled.count(id)) continue;
     try {
       runtime_.destroy(id);
@@ -251,6 +278,16 @@ bool SandboxManager::template_in_use(const std::string& template_id) const {
 
 net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRequest request) {
   auto tpl = startable_template(team_id, request.template_ref);
+  std::optional<Snapshot> snapshot;
+  if (!tpl && !request.build_layers) {
+    snapshot = snapshot_for(team_id, request.template_ref);
+    if (snapshot) {
+      tpl = store_.template_by_id_or_alias(snapshot->template_id);
+      if (!tpl) {
+        throw LifecycleError(LifecycleErrc::not_found, "the template of snapshot '" + snapshot->id + "' no longer exists");
+      }
+    }
+  }
   if (!tpl) {
     throw LifecycleError(LifecycleErrc::not_found, "template '" + request.template_ref.substr(0, 200) + "' not found");
   }
@@ -289,9 +326,20 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
   rec.memory_mb = tpl->memory_mb;
   rec.disk_size_mb = tpl->disk_size_mb;
   rec.envd_version = tpl->envd_version;
+  if (snapshot) {
+    // The child is the source as it was: its sizes, agent and environment.
+    rec.cpu_count = snapshot->cpu_count;
+    rec.memory_mb = snapshot->memory_mb;
+    rec.disk_size_mb = snapshot->disk_size_mb;
+    rec.envd_version = snapshot->envd_version;
+    std::map<std::string, std::string> env = snapshot->env_vars;
+    for (auto& [k, v] : rec.env_vars) env[k] = v;
+    rec.env_vars = std::move(env);
+  }
   rec.secure = request.secure;
   rec.allow_internet_access = request.allow_internet_access;
   rec.auto_pause = request.auto_pause;
+  rec.auto_pause_memory = request.auto_pause_memory;
   rec.auto_resume = request.auto_resume;
   rec.network_json = request.network_json;
   rec.slot = allocate_slot();
@@ -303,29 +351,26 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
   }
   const std::string id = rec.id;
   const uint64_t generation = rec.generation;
-  live_.emplace(id, Entry{rec});
+  new_entry(rec);
 
-  SandboxSpec spec;
-  spec.id = id;
-  spec.slot = rec.slot;
-  spec.layers = options_.extra_layers;
-  spec.layers.insert(spec.layers.end(), tpl->layers.begin(), tpl->layers.end());
-  spec.cpu_count = rec.cpu_count;
-  spec.memory_mb = rec.memory_mb;
-  spec.disk_size_mb = rec.disk_size_mb;
-  spec.pids_max = options_.pids_max;
-  spec.allow_internet_access = rec.allow_internet_access;
-  spec.agent_port = options_.agent_port;
+  SandboxSpec spec = spec_for(rec, *tpl);
   spec.changes_dir = request.changes_dir;
-
-  AgentInit init;
-  for (const auto& [k, v] : tpl->env) init.env_vars[k] = v;  // the template's ENV, under the request's
-  for (const auto& [k, v] : rec.env_vars) init.env_vars[k] = v;
-  if (rec.secure) init.access_token = tokens_.envd_access_token(id);
-  init.default_user = tpl->user.empty() ? "user" : tpl->user;
-  init.default_workdir = !tpl->workdir.empty() ? tpl->workdir
-                         : init.default_user == "root" ? "/root"
-                                                       : "/home/" + init.default_user;
+  AgentInit init = agent_init_for(rec, *tpl);
+  bool restored = false;
+  if (snapshot) {
+    const std::string dir = snapshot_dir(snapshot->id);
+    spec.disk_source = dir + "/disk.img";
+    struct stat st;
+    if (stat((dir + "/images").c_str(), &st) == 0) {
+      spec.checkpoint_dir = dir + "/images";
+      restored = true;
+      // The restored agent still holds the source's token until this /init replaces it.
+      if (auto source = store_.sandbox(snapshot->sandbox_id); source && source->secure) {
+        init.previous_token = tokens_.envd_access_token(source->id);
+      }
+      init.with_timestamp = true;
+    }
+  }
 
   std::exception_ptr failure;
   try {
@@ -333,7 +378,8 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
     co_await run_blocking(pool_, std::move(start));
     if (live_.at(id).record.generation == generation) {
       co_await initialise_agent(runtime_, id, options_.agent_port, init, options_.ready_limit);
-      if (!tpl->start_cmd.empty() && live_.at(id).record.generation == generation) {
+      // A restored sandbox's start command is already running, in the checkpoint.
+      if (!restored && !tpl->start_cmd.empty() && live_.at(id).record.generation == generation) {
         StartCommand start{tpl->start_cmd, tpl->ready_cmd, init.default_user, init.default_workdir, {},
                            init.access_token};
         for (const auto& kv : init.env_vars) start.env.push_back(kv);
@@ -357,6 +403,9 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
         } catch (const StartCommandError& e) {
           log_line("create " + id + " failed: " + e.what());
           throw LifecycleError(LifecycleErrc::internal, std::string("Failed to start the sandbox: ") + e.what());
+        } catch (const RuntimeError& e) {
+          log_line("create " + id + " failed: " + e.what());
+          if (restored) throw LifecycleError(LifecycleErrc::internal, std::string("Failed to restore the snapshot: ") + e.what());
         } catch (const std::exception& e) {
           log_line("create " + id + " failed: " + e.what());
         }
@@ -371,18 +420,6 @@ net::awaitable<SandboxView> SandboxManager::create(std::string team_id, CreateRe
   apply(entry, SandboxEvent::ready);
   net::co_spawn(io_, sample(id), net::detached);
   co_return view(entry.record);
-}
-
-net::awaitable<std::pair<SandboxView, bool>> SandboxManager::connect(std::string team_id, std::string id,
-                                                                     std::optional<int64_t> timeout_s) {
-  Entry& entry = running_entry(team_id, id);
-  int64_t timeout = checked_timeout(timeout_s.value_or(options_.default_timeout_s));
-  TimePoint wanted = clock_.now() + seconds(timeout);
-  if (wanted > entry.record.end_at) {  // connect extends, never shortens
-    entry.record.end_at = wanted;
-    persist(entry);
-  }
-  co_return std::make_pair(view(entry.record), false);
 }
 
 net::awaitable<SandboxView> SandboxManager::get(std::string team_id, std::string id) {
@@ -441,6 +478,7 @@ net::awaitable<void> SandboxManager::teardown(std::string id) {
   } catch (const std::exception& e) {
     log_line("destroy " + id + ": " + e.what());
   }
+  discard_checkpoint(id);
   auto it = live_.find(id);
   if (it == live_.end()) co_return;
   apply(it->second, SandboxEvent::torn_down);
@@ -504,15 +542,44 @@ std::optional<Template> SandboxManager::template_by_alias(const std::string& ali
 
 net::awaitable<std::unique_ptr<PortLease>> SandboxManager::open_port(std::string id, uint16_t port) {
   auto it = live_.find(id);
-  if (it == live_.end() || it->second.record.state != SandboxState::running) co_return nullptr;
-  uint64_t generation = it->second.record.generation;
-  Socket socket = co_await runtime_.connect(id, port);
-  // A kill may have happened while we connected.
-  it = live_.find(id);
-  if (it == live_.end() || it->second.record.generation != generation) co_return nullptr;
-  auto lease = std::make_unique<Lease>(*this, id, std::move(socket));
-  it->second.leases.insert(lease.get());
-  co_return lease;
+  if (it == live_.end()) co_return nullptr;
+  if (it->second.record.state != SandboxState::running) {
+    // Traffic resumes a paused sandbox only if it asked for that, and never a filesystem-only
+    // pause (its processes would not be the ones the traffic was meant for).
+    const SandboxRecord& r = it->second.record;
+    bool resumable = r.auto_resume && r.paused_as != PauseKind::filesystem &&
+                     (r.state == SandboxState::paused || r.state == SandboxState::pausing ||
+                      r.state == SandboxState::resuming);
+    if (!resumable) co_return nullptr;
+    auto transitions = it->second.transitions;
+    auto guard = co_await transitions->lock();
+    it = live_.find(id);
+    if (it == live_.end()) co_return nullptr;
+    if (it->second.record.state == SandboxState::paused) {
+      co_await resume_entry(id, true, options_.pause.auto_resume_timeout.count());
+      log_line("sandbox " + id + " resumed by traffic");
+    }
+    it = live_.find(id);
+    if (it == live_.end() || it->second.record.state != SandboxState::running) co_return nullptr;
+  }
+  for (int attempt = 0;; ++attempt) {
+    if (it->second.capturing) {  // wait for the snapshot to end
+      auto transitions = it->second.transitions;
+      { auto guard = co_await transitions->lock(); }
+      it = live_.find(id);
+      if (it == live_.end() || it->second.record.state != SandboxState::running) co_return nullptr;
+    }
+    const uint64_t generation = it->second.record.generation;
+    const uint64_t captures = it->second.captures;
+    Socket socket = co_await runtime_.connect(id, port);
+    // A kill may have happened while we connected.
+    it = live_.find(id);
+    if (it == live_.end() || it->second.record.generation != generation) co_return nullptr;
+    if (it->second.captures != captures && attempt < 3) continue;  // a snapshot began meanwhile: redo
+    auto lease = std::make_unique<Lease>(*this, id, std::move(socket));
+    it->second.leases.insert(lease.get());
+    co_return lease;
+  }
 }
 
 std::optional<std::string> SandboxManager::envd_token(const std::string& id) {
@@ -522,8 +589,11 @@ std::optional<std::string> SandboxManager::envd_token(const std::string& id) {
 }
 
 std::optional<std::string> SandboxManager::traffic_token(const std::string& id) {
+  // A paused sandbox keeps its token: traffic that may resume it is checked like any other.
   auto it = live_.find(id);
-  if (it == live_.end() || it->second.record.state != SandboxState::running) return std::nullopt;
+  if (it == live_.end() || !is_live(it->second.record.state) || it->second.record.state == SandboxState::creating) {
+    return std::nullopt;
+  }
   return wants_traffic_token(it->second.record) ? tokens_.traffic_access_token(id) : std::string();
 }
 
@@ -543,7 +613,11 @@ void SandboxManager::on_runtime_exit(const std::string& id) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
   Entry& entry = it->second;
-  bool creating = entry.record.state == SandboxState::creating;
+  // Pauses end the processes on purpose (filesystem-only, cold); a failed resume is handled
+  // by the resume itself.
+  SandboxState state = entry.record.state;
+  if (state == SandboxState::pausing || state == SandboxState::paused || state == SandboxState::resuming) return;
+  bool creating = state == SandboxState::creating;
   if (!apply(entry, SandboxEvent::exited)) return;  // a kill is already tearing it down
   log_line("sandbox " + id + " exited by itself");
   close_leases(entry);
@@ -556,11 +630,25 @@ net::awaitable<void> SandboxManager::reaper_loop() {
     timer.expires_after(options_.reaper_interval);
     co_await timer.async_wait(net::use_awaitable);
     TimePoint now = clock_.now();
-    std::vector<std::string> expired;
+    std::vector<std::pair<std::string, ReaperAction>> due;
     for (auto& [id, entry] : live_) {
-      if (entry.record.state == SandboxState::running && entry.record.end_at <= now) expired.push_back(id);
+      if (entry.reaper_busy) continue;
+      ReaperAction action = reaper_action(entry.record, now, options_.pause);
+      if (action == ReaperAction::none) continue;
+      if (action != ReaperAction::kill) entry.reaper_busy = true;
+      due.emplace_back(id, action);
     }
-    for (auto& id : expired) net::co_spawn(io_, kill_entry(id), net::detached);
+    for (auto& [id, action] : due) {
+      switch (action) {
+        case ReaperAction::kill: net::co_spawn(io_, kill_entry(id), net::detached); break;
+        case ReaperAction::pause_warm: net::co_spawn(io_, reaper_pause(id, PauseKind::warm), net::detached); break;
+        case ReaperAction::pause_filesystem:
+          net::co_spawn(io_, reaper_pause(id, PauseKind::filesystem), net::detached);
+          break;
+        case ReaperAction::make_cold: net::co_spawn(io_, reaper_make_cold(id), net::detached); break;
+        case ReaperAction::none: break;
+      }
+    }
   }
 }
 

@@ -13,9 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "async/fifo_mutex.hpp"
 #include "auth/tokens.hpp"
 #include "lifecycle/clock.hpp"
+#include "lifecycle/agent_client.hpp"
 #include "lifecycle/lifecycle.hpp"
+#include "lifecycle/pause_policy.hpp"
 #include "lifecycle/state_machine.hpp"
 #include "runtime/runtime.hpp"
 #include "store/store.hpp"
@@ -35,6 +38,9 @@ struct ManagerOptions {
   std::chrono::milliseconds reaper_interval{100};
   std::chrono::milliseconds metrics_interval{5000};
   size_t worker_threads = 8;
+  // Checkpoints of cold-paused sandboxes (<dir>/sandboxes/<id>) and snapshots (<dir>/snapshots/<id>).
+  std::string checkpoints_dir;
+  PauseSettings pause;
 };
 
 // The team id that sees every team's sandboxes (operator commands on the admin socket).
@@ -59,7 +65,16 @@ class SandboxManager final : public Lifecycle {
 
   net::awaitable<SandboxView> create(std::string team_id, CreateRequest request) override;
   net::awaitable<std::pair<SandboxView, bool>> connect(std::string team_id, std::string id,
-                                                       std::optional<int64_t> timeout_s) override;
+                                                       std::optional<int64_t> timeout_s, bool memory) override;
+  net::awaitable<void> pause(std::string team_id, std::string id, bool memory) override;
+  net::awaitable<Snapshot> create_snapshot(std::string team_id, std::string id, std::string name) override;
+  net::awaitable<std::vector<Snapshot>> list_snapshots(std::string team_id, std::string sandbox_id,
+                                                       std::string name) override;
+  net::awaitable<bool> delete_snapshot(std::string team_id, std::string id) override;
+  net::awaitable<std::vector<ForkOutcome>> fork(std::string team_id, std::string id, int count,
+                                                std::optional<int64_t> timeout_s) override;
+  // Operator: checkpoints a warm-paused sandbox to disk now (the cold tier), releasing its memory.
+  net::awaitable<void> make_cold(std::string team_id, std::string id);
   net::awaitable<SandboxView> get(std::string team_id, std::string id) override;
   net::awaitable<ListPage> list(std::string team_id, ListRequest request) override;
   net::awaitable<bool> kill(std::string team_id, std::string id) override;
@@ -94,6 +109,13 @@ class SandboxManager final : public Lifecycle {
     TimePoint last_cpu_at{};
     std::set<Lease*> leases;
     bool kill_requested = false;  // by a user, the reaper or the operator (not a crash)
+    // Pause, resume, cold conversion and snapshots of one sandbox happen one at a time, in order.
+    std::shared_ptr<async::FifoMutex> transitions;
+    bool reaper_busy = false;     // the reaper already started something for it
+    // A snapshot is being taken of it while it runs: new connections wait (the agent must hold
+    // none during the dump); `captures` counts them, so a connection that raced one is redone.
+    bool capturing = false;
+    uint64_t captures = 0;
   };
 
   Entry* visible_entry(const std::string& team_id, const std::string& id);
@@ -113,6 +135,38 @@ class SandboxManager final : public Lifecycle {
   net::awaitable<void> sample(std::string id);
   void on_runtime_exit(const std::string& id);
 
+  // Pausing (sandbox_pause.cpp).
+  Entry& new_entry(const SandboxRecord& record);
+  // Waits for the sandbox's transition lock; throws not_found unless it is (still) alive and the
+  // team's. The entry pointer is valid while the guard is held and nothing erased it.
+  struct Locked {
+    async::FifoMutex::Guard guard;
+    Entry* entry;
+  };
+  net::awaitable<Locked> lock_transitions(std::string team_id, std::string id);
+  SandboxView extend_for_connect(Entry& entry, int64_t timeout_s);
+  net::awaitable<void> pause_entry(std::string id, PauseKind kind);
+  net::awaitable<void> resume_entry(std::string id, bool memory, int64_t timeout_s);
+  net::awaitable<void> make_cold_entry(std::string id);
+  net::awaitable<void> reaper_pause(std::string id, PauseKind kind);
+  net::awaitable<void> reaper_make_cold(std::string id);
+  net::awaitable<void> quiesce_agent(std::string id);
+  void discard_checkpoint(const std::string& id);
+  std::string sandbox_checkpoint_dir(const std::string& id) const;
+  bool has_checkpoint(const std::string& id) const;
+  // How a sandbox's processes start (again): its template, or the template its snapshot came from.
+  std::optional<Template> template_of(const SandboxRecord& record);
+  SandboxSpec spec_for(const SandboxRecord& record, const Template& tpl) const;
+  AgentInit agent_init_for(const SandboxRecord& record, const Template& tpl) const;
+
+  // Snapshots and forks (sandbox_snapshots.cpp).
+  std::string snapshot_dir(const std::string& snapshot_id) const;
+  // The team's snapshot named by `ref` (its id or a name, with or without ":default").
+  std::optional<Snapshot> snapshot_for(const std::string& team_id, const std::string& ref);
+  // Checkpoints a running or paused sandbox into `dir` (images/ + disk.img), leaving it as it was.
+  net::awaitable<void> capture(std::string id, std::string dir);
+  net::awaitable<Snapshot> take_snapshot(std::string team_id, std::string id, std::vector<std::string> names);
+
   net::any_io_executor io_;
   Store& store_;
   Runtime& runtime_;
@@ -125,6 +179,9 @@ class SandboxManager final : public Lifecycle {
   std::set<int64_t> slots_;
   bool stopping_ = false;
 };
+
+// The text of a failure, for logs and (runtime errors carry no host paths) clients.
+std::string failure_reason(std::exception_ptr failure);
 
 // CPU use over an interval as a share of the sandbox's CPUs, in percent (0..100).
 double cpu_used_percent(uint64_t cpu_ns_delta, std::chrono::nanoseconds wall_delta, int cpu_count);

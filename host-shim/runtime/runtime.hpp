@@ -39,6 +39,20 @@ struct SandboxSpec {
   // layer in `<changes_dir>/upper` (whiteouts, opaque dirs), owned by the ids seen inside the
   // sandbox: ready to be stacked as a read-only layer. The disk size is not enforced then.
   std::string changes_dir;
+  // Where the writable disk comes from: empty → a fresh empty one; a file → a copy of that disk
+  // image (a snapshot's); kKeepDisk → the disk this sandbox id already has on this host (resuming
+  // a stopped or checkpointed sandbox).
+  std::string disk_source;
+  // Non-empty: start from this checkpoint (written by checkpoint()) instead of booting the agent;
+  // the processes come back with their pids, memory, open files and sockets.
+  std::string checkpoint_dir;
+};
+
+inline constexpr std::string_view kKeepDisk = "keep";
+
+struct CheckpointRequest {
+  std::string dir;             // an empty directory that receives the images
+  bool leave_running = false;  // snapshots: the sandbox goes on (thawed) after the dump
 };
 
 struct SandboxStats {
@@ -78,9 +92,25 @@ class Runtime {
   // Called (on the executor given to the backend) when a sandbox's init process exits by itself.
   virtual void on_exit(std::function<void(const std::string& id)> callback) = 0;
 
-  // Pause/resume arrive with the checkpoint issue; until then they throw RuntimeError.
-  virtual void pause(const std::string& id) = 0;
-  virtual void resume(const std::string& id) = 0;
+  // Warm pause: every process of the sandbox stops where it is; memory stays resident. Both are
+  // idempotent. Throws RuntimeError (no_such_process semantics: not running).
+  virtual void freeze(const std::string& id) = 0;
+  virtual void thaw(const std::string& id) = 0;
+
+  // Writes the (frozen) sandbox's processes and memory to request.dir. Unless leave_running, the
+  // processes are gone afterwards but the instance (its disk, its slot) stays until destroy(),
+  // and start() with checkpoint_dir + kKeepDisk brings it back. With leave_running the sandbox is
+  // left as it was found (frozen stays frozen). Throws RuntimeError with a client-safe message
+  // naming what cannot be checkpointed.
+  virtual void checkpoint(const std::string& id, const CheckpointRequest& request) = 0;
+
+  // Ends every process but keeps the instance's disk (filesystem-only pause); start() with
+  // kKeepDisk boots over it again. Idempotent.
+  virtual void stop(const std::string& id) = 0;
+
+  // Copies the sandbox's writable disk, consistent as of now (the sandbox must be frozen or
+  // stopped), to `path` (sparse). Snapshots keep it next to their checkpoint.
+  virtual void export_disk(const std::string& id, const std::string& path) = 0;
 };
 
 }  // namespace cove::shim

@@ -102,6 +102,26 @@ CREATE TABLE access_tokens (
 );
 CREATE INDEX access_tokens_team ON access_tokens(team_id);
 )sql",
+    // 4: pauses (how a paused sandbox is held, since when) and snapshots.
+    R"sql(
+ALTER TABLE sandboxes ADD COLUMN auto_pause_memory INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE sandboxes ADD COLUMN paused_as TEXT NOT NULL DEFAULT '';
+ALTER TABLE sandboxes ADD COLUMN paused_at INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE snapshots (
+  id           TEXT PRIMARY KEY,
+  team_id      TEXT NOT NULL,
+  sandbox_id   TEXT NOT NULL,
+  names        TEXT NOT NULL,
+  template_id  TEXT NOT NULL,
+  cpu_count    INTEGER NOT NULL,
+  memory_mb    INTEGER NOT NULL,
+  disk_size_mb INTEGER NOT NULL,
+  envd_version TEXT NOT NULL,
+  env_vars     TEXT NOT NULL,
+  created_at   INTEGER NOT NULL
+);
+CREATE INDEX snapshots_team ON snapshots(team_id, created_at);
+)sql",
 };
 
 }  // namespace

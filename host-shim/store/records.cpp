@@ -20,7 +20,27 @@ constexpr std::array<std::pair<BuildStatus, std::string_view>, 4> kBuildStatusNa
     {BuildStatus::ready, "ready"},
     {BuildStatus::error, "error"},
 }};
+constexpr std::array<std::pair<PauseKind, std::string_view>, 4> kPauseKindNames{{
+    {PauseKind::none, ""},
+    {PauseKind::warm, "warm"},
+    {PauseKind::cold, "cold"},
+    {PauseKind::filesystem, "filesystem"},
+}};
 }  // namespace
+
+std::string_view to_string(PauseKind kind) {
+  for (auto& [k, name] : kPauseKindNames) {
+    if (k == kind) return name;
+  }
+  return "";
+}
+
+std::optional<PauseKind> parse_pause_kind(std::string_view text) {
+  for (auto& [k, name] : kPauseKindNames) {
+    if (name == text) return k;
+  }
+  return std::nullopt;
+}
 
 std::string_view to_string(SandboxState state) {
   for (auto& [s, name] : kStateNames) {

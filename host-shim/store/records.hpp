@@ -19,6 +19,13 @@ enum class SandboxState { creating, running, pausing, paused, resuming, killing,
 std::string_view to_string(SandboxState state);
 std::optional<SandboxState> parse_sandbox_state(std::string_view text);
 
+// How a paused sandbox is held. warm: frozen in place, memory resident (fast, lost with the host);
+// cold: its processes and memory checkpointed to disk, nothing running (survives a reboot);
+// filesystem: only its disk kept, processes gone for good (a resume boots it again).
+enum class PauseKind { none, warm, cold, filesystem };
+std::string_view to_string(PauseKind kind);
+std::optional<PauseKind> parse_pause_kind(std::string_view text);
+
 struct Team {
   std::string id;    // "team_" + 20 [a-z0-9]
   std::string name;  // unique
@@ -115,6 +122,26 @@ struct SandboxRecord {
   bool auto_resume = false;
   std::string network_json = "null";  // the create request's `network` object, echoed back
   int64_t slot = -1;                  // per-node index: uid range, network address, names
+  bool auto_pause_memory = true;      // false: the timeout pauses filesystem-only
+  PauseKind paused_as = PauseKind::none;  // meaningful while pausing, paused or resuming
+  TimePoint paused_at{};              // retention counts from here
+};
+
+// A checkpoint of a sandbox's memory and disk that new sandboxes start from (its id is the
+// templateID clients create with). What a child inherits of the source is kept here; the images
+// live with the lifecycle's checkpoints, under the snapshot's id.
+struct Snapshot {
+  std::string id;
+  std::string team_id;
+  std::string sandbox_id;              // the source
+  std::vector<std::string> names;      // as clients name it ("name:default"); may be empty
+  std::string template_id;             // the source's template (its layers are the child's)
+  int cpu_count = 0;
+  int memory_mb = 0;
+  int disk_size_mb = 0;
+  std::string envd_version;
+  std::map<std::string, std::string> env_vars;
+  TimePoint created_at{};
 };
 
 // Page through a team's sandboxes, newest first (started_at desc, then id desc).

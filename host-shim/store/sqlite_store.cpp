@@ -126,7 +126,7 @@ std::vector<BuildLogEntry> read_logs(const std::string& text) {
 #define COVE_SANDBOX_COLUMNS                                                                          \
   "id, team_id, template_id, alias, state, generation, started_at, end_at, metadata, env_vars, "      \
   "cpu_count, memory_mb, disk_size_mb, envd_version, secure, allow_internet_access, auto_pause, " \
-  "auto_resume, network_json, slot"
+  "auto_resume, network_json, slot, auto_pause_memory, paused_as, paused_at"
 
 constexpr const char* kSelectSandboxes = "SELECT " COVE_SANDBOX_COLUMNS " FROM sandboxes ";
 
@@ -435,7 +435,67 @@ class SqliteStore final : public Store {
     return static_cast<size_t>(conn_.changes());
   }
 
+  void insert_snapshot(const Snapshot& snap) override {
+    std::lock_guard lock(mu_);
+    Use use(*insert_snapshot_);
+    auto& st = *insert_snapshot_;
+    st.bind(1, snap.id);
+    st.bind(2, snap.team_id);
+    st.bind(3, snap.sandbox_id);
+    st.bind(4, to_json(snap.names, "snapshot names"));
+    st.bind(5, snap.template_id);
+    st.bind(6, int64_t{snap.cpu_count});
+    st.bind(7, int64_t{snap.memory_mb});
+    st.bind(8, int64_t{snap.disk_size_mb});
+    st.bind(9, snap.envd_version);
+    st.bind(10, to_json(snap.env_vars, "a snapshot environment variable"));
+    st.bind(11, to_ns(snap.created_at));
+    st.run();
+  }
+
+  std::optional<Snapshot> snapshot(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    Use use(*snapshot_by_id_);
+    snapshot_by_id_->bind(1, id);
+    if (!snapshot_by_id_->step()) return std::nullopt;
+    return read_snapshot(*snapshot_by_id_);
+  }
+
+  std::vector<Snapshot> snapshots(std::string_view team_id, std::string_view sandbox_id) override {
+    std::lock_guard lock(mu_);
+    std::vector<Snapshot> out;
+    Use use(*list_snapshots_);
+    list_snapshots_->bind(1, team_id);
+    list_snapshots_->bind(2, sandbox_id);
+    while (list_snapshots_->step()) out.push_back(read_snapshot(*list_snapshots_));
+    return out;
+  }
+
+  bool delete_snapshot(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    Use use(*delete_snapshot_);
+    delete_snapshot_->bind(1, id);
+    delete_snapshot_->run();
+    return conn_.changes() > 0;
+  }
+
  private:
+  static Snapshot read_snapshot(const Statement& st) {
+    Snapshot s;
+    s.id = st.text(0);
+    s.team_id = st.text(1);
+    s.sandbox_id = st.text(2);
+    s.names = from_json<std::vector<std::string>>(st.text(3), "snapshot names");
+    s.template_id = st.text(4);
+    s.cpu_count = static_cast<int>(st.integer(5));
+    s.memory_mb = static_cast<int>(st.integer(6));
+    s.disk_size_mb = static_cast<int>(st.integer(7));
+    s.envd_version = st.text(8);
+    s.env_vars = from_json<std::map<std::string, std::string>>(st.text(9), "snapshot environment");
+    s.created_at = from_ns(st.integer(10));
+    return s;
+  }
+
   void prepare() {
     auto make = [&](const std::string& sql) { return std::make_unique<Statement>(conn_, sql.c_str()); };
     team_by_name_ = make("SELECT id, name, created_at FROM teams WHERE name = ?1");
@@ -481,12 +541,13 @@ class SqliteStore final : public Store {
     all_templates_ = make(std::string("SELECT ") + kTemplateColumns + " FROM templates ORDER BY id");
     insert_sandbox_ = make("INSERT INTO sandboxes (" COVE_SANDBOX_COLUMNS
                            ", written_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                           "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)");
+                           "?14, ?15, ?16, ?17, ?18, ?19, ?20, ?23, ?24, ?25, ?21)");
     update_sandbox_ = make(
         "UPDATE sandboxes SET team_id = ?2, template_id = ?3, alias = ?4, state = ?5, generation = ?6, "
         "started_at = ?7, end_at = ?8, metadata = ?9, env_vars = ?10, cpu_count = ?11, memory_mb = ?12, "
         "disk_size_mb = ?13, envd_version = ?14, secure = ?15, allow_internet_access = ?16, "
-        "auto_pause = ?17, auto_resume = ?18, network_json = ?19, slot = ?20, written_at = ?21 "
+        "auto_pause = ?17, auto_resume = ?18, network_json = ?19, slot = ?20, written_at = ?21, "
+        "auto_pause_memory = ?23, paused_as = ?24, paused_at = ?25 "
         "WHERE id = ?1 AND generation = ?22");
     sandbox_by_id_ = make(std::string(kSelectSandboxes) + "WHERE id = ?1");
     live_sandboxes_ = make(std::string(kSelectSandboxes) + "WHERE state <> 'killed' ORDER BY started_at, id");
@@ -495,6 +556,14 @@ class SqliteStore final : public Store {
                            "AND (?3 IS NULL OR started_at < ?3 OR (started_at = ?3 AND id < ?4)) "
                            "ORDER BY started_at DESC, id DESC LIMIT ?5");
     purge_ = make("DELETE FROM sandboxes WHERE state = 'killed' AND written_at < ?1");
+#define COVE_SNAPSHOT_COLUMNS \
+  "id, team_id, sandbox_id, names, template_id, cpu_count, memory_mb, disk_size_mb, envd_version, env_vars, created_at"
+    insert_snapshot_ = make("INSERT INTO snapshots (" COVE_SNAPSHOT_COLUMNS
+                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+    snapshot_by_id_ = make("SELECT " COVE_SNAPSHOT_COLUMNS " FROM snapshots WHERE id = ?1");
+    list_snapshots_ = make("SELECT " COVE_SNAPSHOT_COLUMNS " FROM snapshots WHERE (?1 = '' OR team_id = ?1) "
+                           "AND (?2 = '' OR sandbox_id = ?2) ORDER BY created_at, id");
+    delete_snapshot_ = make("DELETE FROM snapshots WHERE id = ?1");
   }
 
   static std::optional<Team> team_where(Statement& st, std::string_view key) {
@@ -567,6 +636,9 @@ class SqliteStore final : public Store {
     st.bind(19, r.network_json);
     st.bind(20, r.slot);
     st.bind(21, to_ns(Clock::now()));
+    st.bind(23, int64_t{r.auto_pause_memory});
+    st.bind(24, to_string(r.paused_as));
+    st.bind(25, to_ns(r.paused_at));
   }
 
   static SandboxRecord read_sandbox(const Statement& st) {
@@ -593,6 +665,11 @@ class SqliteStore final : public Store {
     r.auto_resume = st.integer(17) != 0;
     r.network_json = st.text(18);
     r.slot = st.integer(19);
+    r.auto_pause_memory = st.integer(20) != 0;
+    auto paused_as = parse_pause_kind(st.text(21));
+    if (!paused_as) throw StoreError("state database: a sandbox has an unknown pause kind");
+    r.paused_as = *paused_as;
+    r.paused_at = from_ns(st.integer(22));
     return r;
   }
 
@@ -611,7 +688,7 @@ class SqliteStore final : public Store {
       upsert_template_, delete_aliases_, alias_owner_, insert_alias_, aliases_of_, template_by_id_,
       all_templates_, delete_template_, upsert_build_, build_by_id_, unfinished_builds_, set_tag_, remove_tag_, tags_of_,
       layers_in_use_, insert_sandbox_, update_sandbox_, sandbox_by_id_, live_sandboxes_, list_sandboxes_,
-      purge_;
+      purge_, insert_snapshot_, snapshot_by_id_, list_snapshots_, delete_snapshot_;
 };
 
 }  // namespace

@@ -58,6 +58,14 @@ class Store {
   virtual std::vector<SandboxRecord> list_sandboxes(const SandboxQuery& query) = 0;
   // Killed records older than `before` are forgotten.
   virtual size_t purge_killed(TimePoint before) = 0;
+
+  // Snapshots. insert fails (StoreError) on a duplicate id.
+  virtual void insert_snapshot(const Snapshot& snapshot) = 0;
+  virtual std::optional<Snapshot> snapshot(std::string_view id) = 0;
+  // A team's snapshots (every team's when team_id is empty), oldest first; `sandbox_id` filters
+  // by source when not empty.
+  virtual std::vector<Snapshot> snapshots(std::string_view team_id, std::string_view sandbox_id) = 0;
+  virtual bool delete_snapshot(std::string_view id) = 0;
 };
 
 // Opens (creating and migrating) the SQLite database at `path` in WAL mode.

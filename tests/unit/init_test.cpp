@@ -178,6 +178,28 @@ TEST(AgentState, ReinitNeedsTheSameToken) {
   EXPECT_TRUE(s.token_matches("secret-1"));
 }
 
+// A sandbox restored from another's snapshot gets its own token: only the holder of the current
+// one (presented as X-Access-Token) may hand it over.
+TEST(AgentState, HolderOfTheTokenMayReplaceIt) {
+  AgentState s;
+  InitRequest first;
+  first.access_token = "source-token";
+  ASSERT_EQ(s.apply_init(first), InitOutcome::applied);
+
+  InitRequest stranger;
+  stranger.access_token = "child-token";
+  stranger.presented_token = "guess";
+  EXPECT_EQ(s.apply_init(stranger), InitOutcome::token_mismatch);
+  EXPECT_TRUE(s.token_matches("source-token"));
+
+  InitRequest handover;
+  handover.access_token = "child-token";
+  handover.presented_token = "source-token";
+  EXPECT_EQ(s.apply_init(handover), InitOutcome::applied);
+  EXPECT_TRUE(s.token_matches("child-token"));
+  EXPECT_FALSE(s.token_matches("source-token"));
+}
+
 TEST(AgentState, StaleTimestampIsAcknowledgedButNotApplied) {
   AgentState s;
   InitRequest newer;

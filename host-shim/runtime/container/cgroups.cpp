@@ -228,6 +228,68 @@ bool remove_cgroups(const CgroupPlan& plan) {
   return ok;
 }
 
+std::string freezer_group(const CgroupPlan& plan) {
+  if (!plan.unified.empty() && exists(plan.unified + "/cgroup.freeze")) return plan.unified;
+  return plan.freezer;
+}
+
+std::optional<bool> parse_cgroup_events_frozen(std::string_view events) {
+  for (auto line : split(events, '\n')) {
+    constexpr std::string_view key = "frozen ";
+    if (line.substr(0, key.size()) == key) return to_u64(line.substr(key.size())) != 0;
+  }
+  return std::nullopt;
+}
+
+namespace {
+bool v2_freezer(const std::string& group) { return exists(group + "/cgroup.freeze"); }
+
+// The state the kernel reports: v2 "frozen 1" only once every task is stopped; v1 FREEZING
+// until then.
+bool reached(const std::string& group, bool v2, bool frozen) {
+  std::string text;
+  if (v2) {
+    if (!try_read_text(group + "/cgroup.events", text)) return false;
+    auto state = parse_cgroup_events_frozen(text);
+    return state && *state == frozen;
+  }
+  if (!try_read_text(group + "/freezer.state", text)) return false;
+  return text.rfind(frozen ? "FROZEN" : "THAWED", 0) == 0;
+}
+}  // namespace
+
+void set_cgroups_frozen(const CgroupPlan& plan, bool frozen, std::chrono::milliseconds timeout) {
+  std::string group = freezer_group(plan);
+  if (group.empty()) throw std::runtime_error("no cgroup freezer");
+  bool v2 = v2_freezer(group);
+  if (v2) {
+    write_text(group + "/cgroup.freeze", frozen ? "1" : "0", frozen ? "freeze" : "thaw");
+  } else {
+    write_text(group + "/freezer.state", frozen ? "FROZEN" : "THAWED", frozen ? "freeze" : "thaw");
+  }
+  // Freezing a small tree takes tens of microseconds: poll finely, then back off.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    if (reached(group, v2, frozen)) return;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw std::runtime_error(frozen ? "the sandbox did not freeze in time" : "the sandbox did not thaw in time");
+    }
+    // v1 retries the freeze on each write of FROZEN (a task in an uninterruptible sleep delays it).
+    if (!v2 && frozen) try_write_text(group + "/freezer.state", "FROZEN");
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
+  }
+}
+
+bool cgroups_frozen(const CgroupPlan& plan) {
+  std::string group = freezer_group(plan);
+  if (group.empty()) return false;
+  std::string text;
+  if (v2_freezer(group)) return try_read_text(group + "/cgroup.freeze", text) && text.rfind("1", 0) == 0;
+  return try_read_text(group + "/freezer.state", text) && text.rfind("THAWED", 0) != 0;
+}
+
 uint64_t parse_cpu_stat_usage_usec(std::string_view cpu_stat) {
   for (auto line : split(cpu_stat, '\n')) {
     constexpr std::string_view key = "usage_usec ";

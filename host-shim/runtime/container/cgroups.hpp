@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,18 @@ bool wait_cgroups_empty(const CgroupPlan& plan, std::chrono::milliseconds timeou
 // Removes the groups that exist; retries briefly while the kernel still counts exiting tasks.
 // Returns false if some group could not be removed.
 bool remove_cgroups(const CgroupPlan& plan);
+
+// The group whose freezer stops the whole sandbox: the v2 group (cgroup.freeze) when there is
+// one, else the v1 freezer group (freezer.state); empty if neither exists.
+std::string freezer_group(const CgroupPlan& plan);
+// Freezes or thaws every process of the sandbox and waits until the kernel reports the new
+// state (v2: "frozen 1|0" in cgroup.events; v1: freezer.state FROZEN/THAWED). Idempotent.
+// Throws std::runtime_error if there is no freezer or the state is not reached in `timeout`.
+void set_cgroups_frozen(const CgroupPlan& plan, bool frozen, std::chrono::milliseconds timeout);
+// True if the sandbox's freezer says frozen (or freezing).
+bool cgroups_frozen(const CgroupPlan& plan);
+// "frozen N" out of a v2 cgroup.events; nullopt when absent.
+std::optional<bool> parse_cgroup_events_frozen(std::string_view events);
 
 struct CgroupUsage {
   uint64_t cpu_ns = 0;

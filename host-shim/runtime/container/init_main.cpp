@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,6 +29,7 @@
 
 #include "runtime/container/capabilities.hpp"
 #include "runtime/container/cgroups.hpp"
+#include "runtime/container/criu.hpp"
 #include "runtime/container/disk_image.hpp"
 #include "runtime/container/host_files.hpp"
 #include "runtime/container/idmap.hpp"
@@ -136,6 +138,48 @@ struct Launched {
   int loop;
 };
 
+// The writable disk (or a build's changes dir), the idmapped read-only layers and the overlay at
+// `rootfs`, in the launcher's mount namespace; `userns` carries the sandbox's id mapping.
+// Returns the disk's loop device number (-1 for a build).
+int build_root(const LaunchSpec& spec, int userns) {
+  make_dir(kDisk, 0700);
+  int loop_number = -1;
+  if (spec.changes_dir.empty()) {
+    LoopDevice loop = attach_loop("disk.img");
+    mount_disk(loop.path(), kDisk);
+    close(loop.fd);  // the mount holds the device now; autoclear once it is gone
+    loop_number = loop.number;
+  } else {
+    // A build: the writable layer is a host dir the shim keeps (bound here, in our private
+    // mount namespace, so the sandbox's mountinfo shows the same relative paths as ever).
+    if (mount(spec.changes_dir.c_str(), kDisk, nullptr, MS_BIND, nullptr) != 0) throw_errno("bind changes dir");
+  }
+  for (const char* d : {"disk/upper", "disk/work"}) {
+    make_dir(d, 0755);
+    if (chown(d, spec.id_base, spec.id_base) != 0) throw_errno("chown upper");
+  }
+
+  std::vector<std::string> lowers;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    std::string target = "l" + std::to_string(i);
+    make_dir(target, 0700);
+    idmapped_bind(spec.layers[i], userns, target);
+    lowers.push_back(target);
+  }
+  make_dir(kRootfs, 0755);
+  mount_overlay(lowers, "disk/upper", "disk/work", kRootfs);
+  return loop_number;
+}
+
+// The agent's stdout/stderr. Owned by the sandbox's root (mode 0600): a CRIU restore reopens it
+// with the restored process's credentials.
+int open_agent_log(const LaunchSpec& spec) {
+  int log_fd = open("agent.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (log_fd < 0) throw_errno("open agent log");
+  if (fchown(log_fd, spec.id_base, spec.id_base) != 0 || fchmod(log_fd, 0600) != 0) throw_errno("chown agent log");
+  return log_fd;
+}
+
 Launched launch(const LaunchSpec& spec) {
   if (chdir(spec.sandbox_dir.c_str()) != 0) throw_errno("enter sandbox dir");
 
@@ -143,8 +187,7 @@ Launched launch(const LaunchSpec& spec) {
   join_cgroups(spec.cgroups, getpid());  // the init inherits them (and sees its group as root)
   make_mounts_private();
 
-  int log_fd = open("agent.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (log_fd < 0) throw_errno("open agent log");
+  int log_fd = open_agent_log(spec);
   int release[2], errors[2];
   if (pipe2(release, O_CLOEXEC) != 0 || pipe2(errors, O_CLOEXEC) != 0) throw_errno("pipe");
 
@@ -167,34 +210,8 @@ Launched launch(const LaunchSpec& spec) {
     write_id_maps(pid, spec.id_base, spec.id_count);
     int userns = open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
     if (userns < 0) throw_errno("open user namespace");
-
-    make_dir(kDisk, 0700);
-    int loop_number = -1;
-    if (spec.changes_dir.empty()) {
-      LoopDevice loop = attach_loop("disk.img");
-      mount_disk(loop.path(), kDisk);
-      close(loop.fd);  // the mount holds the device now; autoclear once it is gone
-      loop_number = loop.number;
-    } else {
-      // A build: the writable layer is a host dir the shim keeps (bound here, in our private
-      // mount namespace, so the sandbox's mountinfo shows the same relative paths as ever).
-      if (mount(spec.changes_dir.c_str(), kDisk, nullptr, MS_BIND, nullptr) != 0) throw_errno("bind changes dir");
-    }
-    for (const char* d : {"disk/upper", "disk/work"}) {
-      make_dir(d, 0755);
-      if (chown(d, spec.id_base, spec.id_base) != 0) throw_errno("chown upper");
-    }
-
-    std::vector<std::string> lowers;
-    for (size_t i = 0; i < spec.layers.size(); ++i) {
-      std::string target = "l" + std::to_string(i);
-      make_dir(target, 0700);
-      idmapped_bind(spec.layers[i], userns, target);
-      lowers.push_back(target);
-    }
+    int loop_number = build_root(spec, userns);
     close(userns);
-    make_dir(kRootfs, 0755);
-    mount_overlay(lowers, "disk/upper", "disk/work", kRootfs);
 
     if (spec.internet) HostNetwork(NetworkConfig{spec.bridge, spec.subnet}).attach(spec.slot, pid);
 
@@ -210,6 +227,82 @@ Launched launch(const LaunchSpec& spec) {
   }
 }
 
+// A user namespace with the sandbox's id mapping, only to idmap the layers of a restore (CRIU
+// makes the sandbox's own one from the images, with the same mapping). Its holder is a child
+// that waits for the end of our pipe.
+struct MappingNamespace {
+  pid_t holder = -1;
+  int fd = -1;
+  ~MappingNamespace() {
+    if (fd >= 0) close(fd);
+    if (holder > 0) {
+      kill(holder, SIGKILL);
+      while (waitpid(holder, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+};
+
+void make_mapping_namespace(const LaunchSpec& spec, MappingNamespace& ns) {
+  int hold[2];
+  if (pipe2(hold, O_CLOEXEC) != 0) throw_errno("pipe");
+  pid_t pid = static_cast<pid_t>(syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  if (pid < 0) throw_errno("clone user namespace");
+  if (pid == 0) {
+    close(hold[1]);
+    char c;
+    (void)!read(hold[0], &c, 1);
+    _exit(0);
+  }
+  close(hold[0]);
+  ns.holder = pid;
+  write_id_maps(pid, spec.id_base, spec.id_count);
+  ns.fd = open(("/proc/" + std::to_string(pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
+  close(hold[1]);
+  if (ns.fd < 0) throw_errno("open user namespace");
+}
+
+// Restore: the same cgroups and root as a boot, then CRIU in place of the launcher (so the
+// restored init, CRIU's sibling, is the shim's child). Returns only on failure.
+void restore(const LaunchSpec& spec) {
+  if (chdir(spec.sandbox_dir.c_str()) != 0) throw_errno("enter sandbox dir");
+  create_cgroups(spec.cgroups, spec.limits);
+  join_cgroups(spec.cgroups, getpid());  // CRIU and the tree it restores live in them
+  make_mounts_private();
+  int log_fd = open_agent_log(spec);
+  int loop_number;
+  {
+    MappingNamespace ns;
+    make_mapping_namespace(spec, ns);
+    loop_number = build_root(spec, ns.fd);
+  }
+  std::string pidfile = spec.sandbox_dir + "/restored.pid";
+  unlink(pidfile.c_str());
+  CriuRestore r;
+  r.criu = spec.criu_path;
+  r.images_dir = spec.checkpoint_dir;
+  r.log_file = spec.sandbox_dir + "/restore.log";
+  r.root = spec.sandbox_dir + "/" + kRootfs;
+  r.pidfile = pidfile;
+  r.stdout_fd = log_fd;
+  r.stdout_key = spec.stdout_key;
+  std::vector<std::string> args = criu_restore_argv(r);
+
+  // CRIU gets: /dev/null as stdio, the agent's log (not close-on-exec), nothing else.
+  int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0) throw_errno("open /dev/null");
+  if (dup2(null_fd, 0) < 0) throw_errno("dup2");
+  if (fcntl(log_fd, F_SETFD, 0) != 0) throw_errno("fcntl");
+  write_all(kReportFd, format_launch_restoring(loop_number));
+  close(kReportFd);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const char* envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", nullptr};
+  execve(spec.criu_path.c_str(), argv.data(), const_cast<char* const*>(envp));
+  _exit(127);  // the report is already out; the shim sees the exit status
+}
+
 }  // namespace
 
 int main() {
@@ -217,6 +310,7 @@ int main() {
   std::string report;
   try {
     LaunchSpec spec = launch_spec_from_json(read_all(0));
+    if (!spec.checkpoint_dir.empty()) restore(spec);  // returns only by throwing
     Launched l = launch(spec);
     report = format_launch_ok(l.pid, l.loop);
   } catch (const std::exception& e) {

@@ -40,6 +40,9 @@ std::string to_json(const LaunchSpec& s) {
       {"agent_port", s.agent_port},
       {"agent_socket", s.agent_socket},
       {"changes_dir", s.changes_dir},
+      {"checkpoint_dir", s.checkpoint_dir},
+      {"criu_path", s.criu_path},
+      {"stdout_key", s.stdout_key},
   };
   return j.dump();
 }
@@ -77,6 +80,12 @@ LaunchSpec launch_spec_from_json(std::string_view text) {
     j.at("agent_port").get_to(s.agent_port);
     j.at("agent_socket").get_to(s.agent_socket);
     s.changes_dir = j.value("changes_dir", "");
+    s.checkpoint_dir = j.value("checkpoint_dir", "");
+    s.criu_path = j.value("criu_path", "");
+    s.stdout_key = j.value("stdout_key", "");
+    if (!s.checkpoint_dir.empty() && s.criu_path.empty()) {
+      throw std::invalid_argument("launch spec: a restore needs criu_path");
+    }
     if (s.id.empty() || s.sandbox_dir.empty() || s.layers.empty() || s.id_count == 0) {
       throw std::invalid_argument("launch spec: id, sandbox_dir, layers and id_count are required");
     }
@@ -96,10 +105,20 @@ std::string format_launch_error(std::string_view message) {
   return line + "\n";
 }
 
+std::string format_launch_restoring(int loop) { return "RESTORING " + std::to_string(loop) + "\n"; }
+
 std::optional<LaunchReport> parse_launch_report(std::string_view line) {
   if (line.empty() || line.back() != '\n') return std::nullopt;
   line.remove_suffix(1);
   LaunchReport r;
+  if (line.substr(0, 10) == "RESTORING ") {
+    line.remove_prefix(10);
+    auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), r.loop);
+    if (ec != std::errc() || p != line.data() + line.size() || line.empty() || r.loop < -1) return std::nullopt;
+    r.ok = true;
+    r.restoring = true;
+    return r;
+  }
   if (line.substr(0, 6) == "ERROR ") {
     r.error = std::string(line.substr(6));
     return r;

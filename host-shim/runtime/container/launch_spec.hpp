@@ -32,6 +32,12 @@ struct LaunchSpec {
   uint16_t agent_port = 49983;
   std::string agent_socket = "/run/cove/agent.sock";
   std::string changes_dir;          // non-empty: the writable layer lives here, not on disk.img
+  // Restore instead of boot: the launcher prepares the root (disk, idmapped layers, overlay) and
+  // execs CRIU, whose restored init becomes the shim's child. No network (the shim attaches it to
+  // the restored namespace afterwards).
+  std::string checkpoint_dir;       // CRIU images
+  std::string criu_path;
+  std::string stdout_key;           // CheckpointInfo::stdout_key
 };
 
 std::string to_json(const LaunchSpec& spec);
@@ -39,15 +45,18 @@ std::string to_json(const LaunchSpec& spec);
 LaunchSpec launch_spec_from_json(std::string_view text);
 
 // The launcher's answer: "OK <pid> <loop number>\n" (-1: no disk image, a build sandbox) or
-// "ERROR <message>\n".
+// "ERROR <message>\n"; a restore answers "RESTORING <loop number>\n" just before it execs CRIU
+// (whose exit status and pidfile then tell the rest).
 struct LaunchReport {
   bool ok = false;
+  bool restoring = false;
   pid_t pid = 0;
   int loop = -1;
   std::string error;
 };
 std::string format_launch_ok(pid_t pid, int loop);
 std::string format_launch_error(std::string_view message);
+std::string format_launch_restoring(int loop);
 // nullopt for anything that is neither (e.g. the launcher died mid-line).
 std::optional<LaunchReport> parse_launch_report(std::string_view line);
 

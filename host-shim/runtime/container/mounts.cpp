@@ -59,7 +59,7 @@ void populate_root() {
 
   make_dir("dev", 0755);
   do_mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k", "mount /dev");
-  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+  for (const char* node : kHostDeviceNodes) {
     std::string host = std::string("/dev/") + node;
     std::string inside = std::string("dev/") + node;
     make_file(inside.c_str());

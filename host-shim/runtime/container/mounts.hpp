@@ -2,10 +2,14 @@
 // The mount work of a sandbox. All of it happens in private mount namespaces: the launcher's
 // (layers, disk, overlay) and the sandbox's own (everything the agent sees); the host's mount
 // table never gains a per-sandbox entry.
+#include <array>
 #include <string>
 #include <vector>
 
 namespace cove::shim::container {
+
+// The host device nodes bound into the sandbox's /dev (CRIU treats them as external mounts).
+inline constexpr std::array<const char*, 6> kHostDeviceNodes = {"null", "zero", "full", "random", "urandom", "tty"};
 
 // Launcher: a mount namespace of its own in which nothing propagates back to the host.
 void make_mounts_private();

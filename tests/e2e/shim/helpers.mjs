@@ -7,11 +7,12 @@
 //          https://api.<domain> and https://<port>-<id>.<domain> (tls*.test.mjs). Every sandbox a test makes goes through `track()` so that
 // `killTracked()` (an after() hook in each file) removes it even when the test failed.
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { networkInterfaces } from 'node:os'
 
 import { Sandbox } from 'e2b'
+import { pollUntil } from '../helpers.mjs'
 
 export { sleep, pollUntil, settleWithin } from '../helpers.mjs'
 
@@ -192,4 +193,98 @@ export function coveSandboxIds() {
     .slice(1)
     .map((l) => l.trim().split(/\s+/)[0])
     .filter(Boolean)
+}
+
+// ---- Pause, resume, snapshots and fork (tls_pause, tls_snapshots) ----------------------------
+// A background counter whose own history tells whether it ran, stood still or was replaced: each
+// tick appends "<n> <unix ms>" to COUNTER_LOG, with n kept in the shell's memory. Contiguous n
+// across a pause means the same process (its memory) came back; a fresh process would restart
+// at 1; no tick stamped inside the paused window means it did not run while paused (the
+// sandbox's clock is the host's realtime clock, the same as Date.now() here).
+
+/** Where the counter appends its ticks. */
+export const COUNTER_LOG = '/home/user/counter.log'
+
+/** The counter's command line (commands.list() shows it as the last of its args). */
+export const COUNTER_SCRIPT = `i=0; while :; do i=$((i+1)); echo "$i $(date +%s%3N)" >> ${COUNTER_LOG}; sleep 0.5; done`
+
+/** The counter's ticks so far, [{n, ms}] in file order (a line being appended is left out). */
+export async function readTicks(sbx) {
+  const text = await sbx.files.read(COUNTER_LOG, { requestTimeoutMs: 30_000 })
+  const lines = text.split('\n')
+  lines.pop() // '' after the last newline, or a line still being written
+  return lines
+    .filter((l) => /^\d+ \d+$/.test(l))
+    .map((l) => {
+      const [n, ms] = l.split(' ').map(Number)
+      return { n, ms }
+    })
+}
+
+/** Starts the counter in the background; resolves its pid once it has ticked twice. */
+export async function startCounter(sbx) {
+  const handle = await sbx.commands.run(COUNTER_SCRIPT, { background: true, timeoutMs: 0 })
+  // The process goes on; only the SDK's output stream (which a pause would cut) is dropped.
+  await handle.disconnect()
+  await pollUntil(() => sh(sbx, `grep -c . ${COUNTER_LOG} 2>/dev/null || true`), (c) => Number(c) >= 2, {
+    timeoutMs: 10_000,
+    intervalMs: 200,
+    what: 'the counter ticked twice',
+  })
+  return handle.pid
+}
+
+/** Pids of the processes the agent lists as running the counter. */
+export async function counterPids(sbx) {
+  const procs = await sbx.commands.list({ requestTimeoutMs: 30_000 })
+  return procs.filter((p) => p.args?.at(-1) === COUNTER_SCRIPT).map((p) => p.pid)
+}
+
+/** Asserts ticks are 1, 2, 3, … with no gap or restart (one process, its memory intact). */
+export function assertContiguous(ticks, what) {
+  assert.ok(ticks.length > 0, `${what}: no ticks`)
+  const bad = ticks.findIndex((t, i) => t.n !== i + 1)
+  assert.equal(bad, -1, `${what}: tick ${bad} is n=${ticks[bad]?.n}, expected ${bad + 1} (${JSON.stringify(ticks.slice(Math.max(0, bad - 2), bad + 3))})`)
+}
+
+/**
+ * Asserts the counter did not tick between `fromMs` (the pause had answered) and `toMs` (the
+ * resume was asked for), a window of at least `minWindowMs` so that a running counter (a tick
+ * every 0.5 s) would have ticked several times in it.
+ */
+export function assertNoTicksWhilePaused(ticks, fromMs, toMs, what, minWindowMs = 2_500) {
+  assert.ok(toMs - fromMs >= minWindowMs, `${what}: paused window of ${toMs - fromMs} ms is too short to tell`)
+  const slack = 100
+  const during = ticks.filter((t) => t.ms > fromMs + slack && t.ms < toMs - slack)
+  assert.deepEqual(during, [], `${what}: the counter ticked while paused (${new Date(fromMs).toISOString()} .. ${new Date(toMs).toISOString()})`)
+}
+
+/** Resolves the ticks once the counter has ticked `more` times past tick `n` (it runs). */
+export async function waitForTicksPast(sbx, n, what, more = 2) {
+  return pollUntil(() => readTicks(sbx), (t) => t.length > 0 && t.at(-1).n >= n + more, {
+    timeoutMs: 10_000,
+    intervalMs: 250,
+    what: `${what}: the counter ticks on past ${n}`,
+  })
+}
+
+/**
+ * `cove sandbox <args...> --config <COVE_CONFIG>` without throwing: {status, stdout, stderr}
+ * (status null when it was killed by the timeout).
+ */
+export async function coveStatus(args, timeoutMs = 120_000) {
+  return new Promise((resolve) => {
+    execFile(env('COVE_BIN'), [...args, '--config', env('COVE_CONFIG')], { encoding: 'utf8', timeout: timeoutMs }, (err, stdout, stderr) => {
+      resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr })
+    })
+  })
+}
+
+/**
+ * Forces a paused sandbox to the cold tier: `cove sandbox checkpoint <id>` answers once it is
+ * checkpointed to disk and its processes are gone.
+ */
+export async function checkpointToDisk(id) {
+  const r = await coveStatus(['sandbox', 'checkpoint', id])
+  assert.equal(r.status, 0, `cove sandbox checkpoint ${id} failed (exit ${r.status}): ${r.stderr.trim() || r.stdout.trim()}`)
 }

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -57,13 +58,86 @@ class FakeLifecycle final : public Lifecycle {
     co_return v;
   }
   net::awaitable<std::pair<SandboxView, bool>> connect(std::string team, std::string id,
-                                                       std::optional<int64_t> timeout_s) override {
+                                                       std::optional<int64_t> timeout_s, bool memory) override {
     std::lock_guard lock(mu_);
     last_connect_timeout = timeout_s;
+    last_connect_memory = memory;
     SandboxView& v = find(team, id);
     bool resumed = v.record.state == SandboxState::paused;
     v.record.state = SandboxState::running;
     co_return std::pair{v, resumed};
+  }
+  net::awaitable<void> pause(std::string team, std::string id, bool memory) override {
+    std::lock_guard lock(mu_);
+    SandboxView& v = find(team, id);
+    if (v.record.state == SandboxState::paused) {
+      throw LifecycleError(LifecycleErrc::conflict, "Sandbox \"" + id + "\" is already paused");
+    }
+    last_pause_memory = memory;
+    v.record.state = SandboxState::paused;
+    co_return;
+  }
+  net::awaitable<Snapshot> create_snapshot(std::string team, std::string id, std::string name) override {
+    std::lock_guard lock(mu_);
+    const SandboxView& source = find(team, id);
+    Snapshot snap;
+    snap.id = "snap" + std::to_string(next_id_++);
+    snap.team_id = team;
+    snap.sandbox_id = id;
+    if (!name.empty()) snap.names = {name + ":default"};
+    snap.template_id = source.record.template_id;
+    snapshots_.push_back(snap);
+    co_return snap;
+  }
+  net::awaitable<std::vector<Snapshot>> list_snapshots(std::string team, std::string sandbox_id,
+                                                       std::string name) override {
+    std::lock_guard lock(mu_);
+    last_snapshot_filter = {sandbox_id, name};
+    std::vector<Snapshot> out;
+    for (const auto& snap : snapshots_) {
+      if (snap.team_id != team) continue;
+      if (!sandbox_id.empty() && snap.sandbox_id != sandbox_id) continue;
+      if (!name.empty() && snap.id != name &&
+          std::find(snap.names.begin(), snap.names.end(), name) == snap.names.end()) {
+        continue;
+      }
+      out.push_back(snap);
+    }
+    co_return out;
+  }
+  net::awaitable<bool> delete_snapshot(std::string team, std::string id) override {
+    std::lock_guard lock(mu_);
+    for (auto it = snapshots_.begin(); it != snapshots_.end(); ++it) {
+      if (it->id == id && it->team_id == team) {
+        snapshots_.erase(it);
+        co_return true;
+      }
+    }
+    co_return false;
+  }
+  // Children are running copies of the source; the child at `fork_fail_index` fails instead.
+  net::awaitable<std::vector<ForkOutcome>> fork(std::string team, std::string id, int count,
+                                                std::optional<int64_t> timeout_s) override {
+    std::lock_guard lock(mu_);
+    last_fork = {count, timeout_s};
+    const SandboxRecord source = find(team, id).record;
+    std::vector<ForkOutcome> out;
+    for (int i = 0; i < count; ++i) {
+      ForkOutcome outcome;
+      if (i == fork_fail_index) {
+        outcome.error_code = 503;
+        outcome.error_message = "No capacity for another sandbox";
+      } else {
+        SandboxView child;
+        child.record = source;
+        child.record.id = "sbx" + std::to_string(next_id_++);
+        child.record.state = SandboxState::running;
+        sandboxes_.insert(sandboxes_.begin(), child);
+        outcome.sandbox = child;
+      }
+      out.push_back(std::move(outcome));
+    }
+    co_return out;
   }
   net::awaitable<SandboxView> get(std::string team, std::string id) override {
     std::lock_guard lock(mu_);
@@ -173,7 +247,7 @@ class FakeLifecycle final : public Lifecycle {
     return std::nullopt;
   }
 
-  void pause(const std::string& id) {
+  void mark_paused(const std::string& id) {
     std::lock_guard lock(mu_);
     for (auto& v : sandboxes_) {
       if (v.record.id == id) v.record.state = SandboxState::paused;
@@ -183,6 +257,10 @@ class FakeLifecycle final : public Lifecycle {
   std::mutex mu_;
   std::optional<CreateRequest> last_create;
   std::optional<int64_t> last_connect_timeout = -1;
+  std::optional<bool> last_connect_memory, last_pause_memory;
+  std::pair<std::string, std::string> last_snapshot_filter{"unset", "unset"};  // {sandbox_id, name}
+  std::pair<int, std::optional<int64_t>> last_fork{-1, -1};                     // {count, timeout_s}
+  int fork_fail_index = -1;
   std::optional<ListRequest> last_list;
   int list_calls = 0;
   std::atomic<int> token_lookups = 0;
@@ -197,6 +275,7 @@ class FakeLifecycle final : public Lifecycle {
     throw LifecycleError(LifecycleErrc::not_found, sandbox_not_found_message(id));
   }
   std::vector<SandboxView> sandboxes_;  // newest first
+  std::vector<Snapshot> snapshots_;     // oldest first
   int next_id_ = 1;
 };
 
@@ -345,7 +424,7 @@ TEST_F(ControlPlaneTest, MissingOrUnknownKeyIs401WithoutEchoingIt) {
   expect_error(r, 401);
   EXPECT_EQ(r.body.find("deadbeef"), std::string::npos);
   // Unimplemented endpoints are behind the key too.
-  expect_error(request("POST", "/sandboxes/abc/pause", "{}", nullptr), 401);
+  expect_error(request("PUT", "/sandboxes/abc/network", "{}", nullptr), 401);
   // The header name is case-insensitive.
   auto ok = exchange(std::string("GET /v2/sandboxes HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-API-KEY: ") + kKey +
                      "\r\n\r\n");
@@ -420,7 +499,7 @@ TEST_F(ControlPlaneTest, ConnectRunningAndPaused) {
     std::lock_guard lock(lifecycle_.mu_);
     EXPECT_EQ(lifecycle_.last_connect_timeout, std::nullopt);
   }
-  lifecycle_.pause(id);
+  lifecycle_.mark_paused(id);
   r = request("POST", "/sandboxes/" + id + "/connect", R"({"timeout":300})", kKey, true);
   EXPECT_EQ(r.status, 201) << r.body;
   {
@@ -462,7 +541,7 @@ TEST_F(ControlPlaneTest, ListV2PagesWithNextTokenOnlyWhenMore) {
   std::string a = create(R"({"metadata":{"app":"x"}})");
   std::string b = create(R"({"metadata":{"app":"x"}})");
   std::string c = create(R"({"metadata":{"app":"y"}})");
-  lifecycle_.pause(a);
+  lifecycle_.mark_paused(a);
 
   auto all = request("GET", "/v2/sandboxes");
   ASSERT_EQ(all.status, 200);
@@ -492,7 +571,7 @@ TEST_F(ControlPlaneTest, ListV2PagesWithNextTokenOnlyWhenMore) {
 TEST_F(ControlPlaneTest, ListV1FollowsEveryPageRunningOnly) {
   for (int i = 0; i < 3; ++i) create();
   std::string paused = create();
-  lifecycle_.pause(paused);
+  lifecycle_.mark_paused(paused);
   auto r = request("GET", "/sandboxes");
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(r.json_body().size(), 3u);
@@ -564,7 +643,8 @@ TEST_F(ControlPlaneTest, AccessTokensDoNotReachSandboxes) {
   // The spec gives the sandbox operations ApiKeyAuth only.
   for (auto [method, target] : std::vector<std::pair<const char*, const char*>>{
            {"GET", "/v2/sandboxes"}, {"POST", "/sandboxes"}, {"GET", "/sandboxes/abc"},
-           {"GET", "/templates/aliases/base"}, {"POST", "/sandboxes/abc/pause"}}) {
+           {"GET", "/templates/aliases/base"}, {"POST", "/sandboxes/abc/pause"}, {"POST", "/sandboxes/abc/resume"},
+           {"POST", "/sandboxes/abc/fork"}, {"POST", "/sandboxes/abc/snapshots"}, {"GET", "/snapshots"}}) {
     auto r = request_with(method, target, bearer(kToken));
     expect_error(r, 401);
     EXPECT_EQ(r.json_body()["message"], "API key is missing") << method << " " << target;
@@ -612,10 +692,250 @@ TEST_F(ControlPlaneTest, UnknownWrongMethodAndUnimplemented) {
   auto m = request("PUT", "/sandboxes/abc");
   expect_error(m, 405);
   EXPECT_EQ(m.headers["allow"], "GET, DELETE");
-  expect_error(request("POST", "/sandboxes/abc/pause", "{}"), 501);
   expect_error(request("POST", "/v3/templates", R"({"name":"x"})", kKey, true), 501);
-  expect_error(request("GET", "/snapshots"), 501);
   expect_error(request("PUT", "/sandboxes/abc/network", "{}"), 501);
+  expect_error(request("GET", "/sandboxes/abc/logs"), 501);
+  expect_error(request("GET", "/v2/sandboxes/abc/logs"), 501);
+  expect_error(request("GET", "/volumes"), 501);
+}
+
+TEST_F(ControlPlaneTest, PauseIs204ThenConflict) {
+  std::string id = create();
+  auto r = request("POST", "/sandboxes/" + id + "/pause", "");
+  EXPECT_EQ(r.status, 204) << r.body;
+  EXPECT_TRUE(r.body.empty());
+  EXPECT_EQ(request("GET", "/sandboxes/" + id).json_body()["state"], "paused");
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_pause_memory, true);  // an empty body keeps the memory
+  }
+  auto again = request("POST", "/sandboxes/" + id + "/pause", "{}", kKey, true);
+  expect_error(again, 409);
+  EXPECT_EQ(again.json_body()["message"], "Sandbox \"" + id + "\" is already paused");
+}
+
+TEST_F(ControlPlaneTest, PauseWithoutMemoryAndBadBodies) {
+  std::string id = create();
+  expect_error(request("POST", "/sandboxes/" + id + "/pause", R"({"memory":"no"})"), 400);
+  expect_error(request("POST", "/sandboxes/" + id + "/pause", "[]"), 400);
+  EXPECT_EQ(request("GET", "/sandboxes/" + id).json_body()["state"], "running");  // a refused pause did nothing
+  EXPECT_EQ(request("POST", "/sandboxes/" + id + "/pause", R"({"memory":false})").status, 204);
+  std::lock_guard lock(lifecycle_.mu_);
+  EXPECT_EQ(lifecycle_.last_pause_memory, false);
+}
+
+TEST_F(ControlPlaneTest, PauseOfAnUnknownOrAnotherTeamsSandboxIs404) {
+  auto unknown = request("POST", "/sandboxes/nosuchsandbox/pause", "");
+  expect_error(unknown, 404);
+  EXPECT_EQ(unknown.json_body()["message"], "Sandbox \"nosuchsandbox\" doesn't exist or you don't have access to it");
+  std::string id = create();
+  expect_error(request("POST", "/sandboxes/" + id + "/pause", "", kOtherKey), 404);
+  EXPECT_EQ(request("GET", "/sandboxes/" + id).json_body()["state"], "running");
+  expect_error(request("POST", "/sandboxes/Bad_Id/pause", ""), 400);
+}
+
+TEST_F(ControlPlaneTest, ConnectResumesAPausedSandboxWith201) {
+  std::string id = create();
+  ASSERT_EQ(request("POST", "/sandboxes/" + id + "/pause", "").status, 204);
+  auto r = request("POST", "/v2/sandboxes/" + id + "/connect", R"({"timeout":60})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json_body()["sandboxID"], id);
+  EXPECT_EQ(r.json_body()["envdAccessToken"], "envd-token-" + id);
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_connect_timeout, 60);
+    EXPECT_EQ(lifecycle_.last_connect_memory, true);
+  }
+  // Running now: connect is 200.
+  EXPECT_EQ(request("POST", "/v2/sandboxes/" + id + "/connect", "").status, 200);
+}
+
+TEST_F(ControlPlaneTest, ConnectPassesMemoryFalseThrough) {
+  std::string id = create();
+  ASSERT_EQ(request("POST", "/sandboxes/" + id + "/pause", "").status, 204);
+  auto r = request("POST", "/v2/sandboxes/" + id + "/connect", R"({"memory":false})");
+  EXPECT_EQ(r.status, 201) << r.body;
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_connect_memory, false);
+    EXPECT_EQ(lifecycle_.last_connect_timeout, std::nullopt);
+  }
+  expect_error(request("POST", "/v2/sandboxes/" + id + "/connect", R"({"memory":0})"), 400);
+}
+
+TEST_F(ControlPlaneTest, ResumeOfARunningSandboxIs409AndOfAPausedOne201) {
+  std::string id = create();
+  auto running = request("POST", "/sandboxes/" + id + "/resume", R"({"timeout":30})");
+  expect_error(running, 409);
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_connect_memory, std::nullopt);  // the lifecycle was not asked to resume
+  }
+  ASSERT_EQ(request("POST", "/sandboxes/" + id + "/pause", "").status, 204);
+  auto r = request("POST", "/sandboxes/" + id + "/resume", R"({"timeout":30})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json_body()["sandboxID"], id);
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_connect_timeout, 30);
+  }
+  expect_error(request("POST", "/sandboxes/nosuchsandbox/resume", ""), 404);
+  ASSERT_EQ(request("POST", "/sandboxes/" + id + "/pause", "").status, 204);
+  expect_error(request("POST", "/sandboxes/" + id + "/resume", "", kOtherKey), 404);
+}
+
+TEST_F(ControlPlaneTest, SnapshotCreateIs201SnapshotInfo) {
+  std::string id = create();
+  auto named = request("POST", "/sandboxes/" + id + "/snapshots", R"({"name":"my-snap"})");
+  ASSERT_EQ(named.status, 201) << named.body;
+  EXPECT_EQ(named.headers["content-type"], "application/json");
+  json j = named.json_body();
+  ASSERT_TRUE(j.is_object()) << named.body;
+  EXPECT_EQ(j.size(), 2u) << named.body;
+  ASSERT_TRUE(j["snapshotID"].is_string());
+  EXPECT_FALSE(j["snapshotID"].get<std::string>().empty());
+  EXPECT_EQ(j["names"], json::array({"my-snap:default"}));
+
+  auto unnamed = request("POST", "/sandboxes/" + id + "/snapshots", "");
+  ASSERT_EQ(unnamed.status, 201) << unnamed.body;
+  EXPECT_EQ(unnamed.json_body()["names"], json::array());
+  EXPECT_NE(unnamed.json_body()["snapshotID"], j["snapshotID"]);
+
+  expect_error(request("POST", "/sandboxes/" + id + "/snapshots", R"({"name":5})"), 400);
+  expect_error(request("POST", "/sandboxes/nosuchsandbox/snapshots", ""), 404);
+  expect_error(request("POST", "/sandboxes/" + id + "/snapshots", "", kOtherKey), 404);
+}
+
+TEST_F(ControlPlaneTest, SnapshotListFiltersPassThrough) {
+  std::string a = create();
+  std::string b = create();
+  std::string s1 = request("POST", "/sandboxes/" + a + "/snapshots", R"({"name":"one"})").json_body()["snapshotID"];
+  std::string s2 = request("POST", "/sandboxes/" + b + "/snapshots", "").json_body()["snapshotID"];
+  std::string s3 = request("POST", "/sandboxes/" + a + "/snapshots", "").json_body()["snapshotID"];
+
+  auto all = request("GET", "/snapshots");
+  ASSERT_EQ(all.status, 200) << all.body;
+  EXPECT_EQ(all.json_body(), json::parse(R"([{"snapshotID":")" + s1 + R"(","names":["one:default"]},)" +
+                                         R"({"snapshotID":")" + s2 + R"(","names":[]},)" + R"({"snapshotID":")" +
+                                         s3 + R"(","names":[]}])"));
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_snapshot_filter, (std::pair<std::string, std::string>{"", ""}));
+  }
+
+  auto of_a = request("GET", "/snapshots?sandboxID=" + a);
+  ASSERT_EQ(of_a.status, 200) << of_a.body;
+  ASSERT_EQ(of_a.json_body().size(), 2u);
+  EXPECT_EQ(of_a.json_body()[0]["snapshotID"], s1);
+  EXPECT_EQ(of_a.json_body()[1]["snapshotID"], s3);
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_snapshot_filter, (std::pair<std::string, std::string>{a, ""}));
+  }
+
+  auto named = request("GET", "/snapshots?name=one%3Adefault");
+  ASSERT_EQ(named.json_body().size(), 1u) << named.body;
+  EXPECT_EQ(named.json_body()[0]["snapshotID"], s1);
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_snapshot_filter.second, "one:default");
+  }
+  // Another team sees none of them.
+  EXPECT_EQ(request("GET", "/snapshots", "", kOtherKey).json_body(), json::array());
+}
+
+TEST_F(ControlPlaneTest, DeletingASnapshotAsATemplateIs204Then404) {
+  std::string id = create();
+  std::string snap = request("POST", "/sandboxes/" + id + "/snapshots", "").json_body()["snapshotID"];
+  // Another team's key does not reach it.
+  expect_error(request("DELETE", "/templates/" + snap, "", kOtherKey), 404);
+  ASSERT_EQ(request("GET", "/snapshots").json_body().size(), 1u);
+
+  auto r = request("DELETE", "/templates/" + snap);
+  EXPECT_EQ(r.status, 204) << r.body;
+  EXPECT_TRUE(r.body.empty());
+  EXPECT_EQ(request("GET", "/snapshots").json_body(), json::array());
+  // Gone now; and without template builds, an unknown template is 404 rather than 501.
+  expect_error(request("DELETE", "/templates/" + snap), 404);
+  expect_error(request("DELETE", "/templates/nosuchtemplate"), 404);
+}
+
+TEST_F(ControlPlaneTest, DeletingASnapshotWithAnAccessToken) {
+  std::string id = create();
+  std::string snap = request("POST", "/sandboxes/" + id + "/snapshots", "").json_body()["snapshotID"];
+  expect_error(request_with("DELETE", "/templates/" + snap, bearer(kOtherToken)), 404);
+  EXPECT_EQ(request_with("DELETE", "/templates/" + snap, bearer(kToken)).status, 204);
+  EXPECT_EQ(request("GET", "/snapshots").json_body(), json::array());
+}
+
+TEST_F(ControlPlaneTest, ForkIs201WithOneEntryPerChild) {
+  std::string id = create();
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    lifecycle_.fork_fail_index = 1;
+  }
+  auto r = request("POST", "/sandboxes/" + id + "/fork", R"({"count":3,"timeout":120})");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.headers["content-type"], "application/json");
+  json j = r.json_body();
+  ASSERT_TRUE(j.is_array()) << r.body;
+  ASSERT_EQ(j.size(), 3u) << r.body;
+  for (size_t i : {0u, 2u}) {
+    ASSERT_EQ(j[i].size(), 1u) << j[i];
+    ASSERT_TRUE(j[i].contains("sandbox")) << j[i];
+    const json& child = j[i]["sandbox"];
+    ASSERT_TRUE(child["sandboxID"].is_string()) << child;
+    EXPECT_NE(child["sandboxID"], id);
+    EXPECT_EQ(child["templateID"], "base");
+    EXPECT_EQ(child["clientID"], "6532622b");
+    EXPECT_EQ(child["domain"], "cove.test");
+    EXPECT_EQ(request("GET", "/sandboxes/" + child["sandboxID"].get<std::string>()).status, 200);
+  }
+  EXPECT_NE(j[0]["sandbox"]["sandboxID"], j[2]["sandbox"]["sandboxID"]);
+  EXPECT_EQ(j[1], json::parse(R"({"error":{"code":503,"message":"No capacity for another sandbox"}})"));
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_fork.first, 3);
+    EXPECT_EQ(lifecycle_.last_fork.second, 120);
+  }
+}
+
+TEST_F(ControlPlaneTest, ForkDefaultsAndErrors) {
+  std::string id = create();
+  auto r = request("POST", "/sandboxes/" + id + "/fork", "");
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(r.json_body().size(), 1u);
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_fork.first, 1);
+    EXPECT_EQ(lifecycle_.last_fork.second, std::nullopt);
+  }
+  expect_error(request("POST", "/sandboxes/" + id + "/fork", R"({"count":0})"), 400);
+  expect_error(request("POST", "/sandboxes/" + id + "/fork", R"({"count":101})"), 400);
+  expect_error(request("POST", "/sandboxes/" + id + "/fork", R"({"count":"2"})"), 400);
+  expect_error(request("POST", "/sandboxes/nosuchsandbox/fork", ""), 404);
+  expect_error(request("POST", "/sandboxes/" + id + "/fork", "", kOtherKey), 404);
+  {
+    std::lock_guard lock(lifecycle_.mu_);
+    EXPECT_EQ(lifecycle_.last_fork.first, 1);  // refused bodies never reached the lifecycle
+  }
+}
+
+TEST_F(ControlPlaneTest, PauseSnapshotAndForkRoutesNeedTheApiKey) {
+  std::string id = create();
+  std::string snap = request("POST", "/sandboxes/" + id + "/snapshots", "").json_body()["snapshotID"];
+  for (auto [method, target] : std::vector<std::pair<std::string, std::string>>{
+           {"POST", "/sandboxes/" + id + "/pause"}, {"POST", "/sandboxes/" + id + "/resume"},
+           {"POST", "/sandboxes/" + id + "/fork"}, {"POST", "/sandboxes/" + id + "/snapshots"},
+           {"GET", "/snapshots"}, {"GET", "/snapshots?sandboxID=" + id}, {"DELETE", "/templates/" + snap}}) {
+    auto r = request(method, target, "", nullptr);
+    expect_error(r, 401);
+    EXPECT_EQ(r.json_body()["message"], "API key is missing") << method << " " << target;
+    expect_error(request(method, target, "", "e2b_0000000000000000000000000000000000000000"), 401);
+  }
+  // Nothing happened: still running, the snapshot still there.
+  EXPECT_EQ(request("GET", "/sandboxes/" + id).json_body()["state"], "running");
+  EXPECT_EQ(request("GET", "/snapshots").json_body().size(), 1u);
 }
 
 TEST_F(ControlPlaneTest, KeepAliveServesSeveralRequestsOnOneConnection) {

@@ -29,8 +29,21 @@ TEST(CreateRequest, SdkV2Body) {
   EXPECT_TRUE(r.secure);
   EXPECT_TRUE(r.allow_internet_access);
   EXPECT_FALSE(r.auto_pause);
+  EXPECT_TRUE(r.auto_pause_memory);
   EXPECT_FALSE(r.auto_resume);
   EXPECT_EQ(r.network_json, "null");
+}
+
+TEST(CreateRequest, AutoPauseMemory) {
+  auto r = parse_create_request(R"({"autoPause":true,"autoPauseMemory":false})", ApiVersion::v2, std::nullopt);
+  EXPECT_TRUE(r.auto_pause);
+  EXPECT_FALSE(r.auto_pause_memory);
+  EXPECT_TRUE(parse_create_request(R"({"autoPauseMemory":true})", ApiVersion::v2, std::nullopt).auto_pause_memory);
+  EXPECT_TRUE(parse_create_request(R"({"autoPauseMemory":null})", ApiVersion::v2, std::nullopt).auto_pause_memory);
+  auto [status, message] =
+      failure([] { parse_create_request(R"({"autoPauseMemory":"no"})", ApiVersion::v2, std::nullopt); });
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(message.find("'autoPauseMemory'"), std::string::npos) << message;
 }
 
 TEST(CreateRequest, SdkV1BodyAndDefaults) {
@@ -97,15 +110,86 @@ TEST(CreateRequest, RejectsDeepNesting) {
 }
 
 TEST(ConnectRequest, V1RequiresTimeoutV2DoesNot) {
-  EXPECT_EQ(parse_connect_request(R"({"timeout":300})", ApiVersion::v1), 300);
+  EXPECT_EQ(parse_connect_request(R"({"timeout":300})", ApiVersion::v1).timeout_s, 300);
   EXPECT_EQ(failure([] { parse_connect_request("{}", ApiVersion::v1); }).first, 400);
   EXPECT_EQ(failure([] { parse_connect_request("", ApiVersion::v1); }).first, 400);
-  EXPECT_EQ(parse_connect_request("", ApiVersion::v2), std::nullopt);
-  EXPECT_EQ(parse_connect_request("{}", ApiVersion::v2), std::nullopt);
-  EXPECT_EQ(parse_connect_request(R"({"timeout":0})", ApiVersion::v2), 0);
-  EXPECT_EQ(parse_connect_request(R"({"timeout":30,"memory":true})", ApiVersion::v2), 30);
+  EXPECT_EQ(parse_connect_request("", ApiVersion::v2).timeout_s, std::nullopt);
+  EXPECT_EQ(parse_connect_request("{}", ApiVersion::v2).timeout_s, std::nullopt);
+  EXPECT_EQ(parse_connect_request(R"({"timeout":0})", ApiVersion::v2).timeout_s, 0);
+  EXPECT_EQ(parse_connect_request(R"({"timeout":30,"memory":true})", ApiVersion::v2).timeout_s, 30);
   EXPECT_EQ(failure([] { parse_connect_request(R"({"timeout":-5})", ApiVersion::v2); }).first, 400);
-  EXPECT_EQ(failure([] { parse_connect_request(R"({"memory":false})", ApiVersion::v2); }).first, 501);
+}
+
+TEST(ConnectRequest, MemoryDefaultsToTrueAndFalseIsKept) {
+  EXPECT_TRUE(parse_connect_request("", ApiVersion::v2).memory);
+  EXPECT_TRUE(parse_connect_request(R"({"memory":null})", ApiVersion::v2).memory);
+  EXPECT_TRUE(parse_connect_request(R"({"timeout":30})", ApiVersion::v1).memory);
+  auto r = parse_connect_request(R"({"memory":false})", ApiVersion::v2);
+  EXPECT_FALSE(r.memory);
+  EXPECT_EQ(r.timeout_s, std::nullopt);
+  auto v1 = parse_connect_request(R"({"timeout":60,"memory":false})", ApiVersion::v1);
+  EXPECT_FALSE(v1.memory);
+  EXPECT_EQ(v1.timeout_s, 60);
+  auto [status, message] = failure([] { parse_connect_request(R"({"memory":"false"})", ApiVersion::v2); });
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(message.find("'memory'"), std::string::npos) << message;
+}
+
+TEST(PauseRequest, MemoryIsOptional) {
+  EXPECT_TRUE(parse_pause_request(""));
+  EXPECT_TRUE(parse_pause_request(" \r\n"));
+  EXPECT_TRUE(parse_pause_request("{}"));
+  EXPECT_TRUE(parse_pause_request(R"({"memory":null})"));
+  EXPECT_TRUE(parse_pause_request(R"({"memory":true})"));
+  EXPECT_FALSE(parse_pause_request(R"({"memory":false})"));
+  for (const char* body : {R"({"memory":0})", R"({"memory":"no"})", R"({"memory":[]})"}) {
+    auto [status, message] = failure([&] { parse_pause_request(body); });
+    EXPECT_EQ(status, 400) << body;
+    EXPECT_NE(message.find("'memory'"), std::string::npos) << message;
+  }
+  for (const char* body : {"[]", "true", "{", "not json"}) {
+    EXPECT_EQ(failure([&] { parse_pause_request(body); }).first, 400) << body;
+  }
+}
+
+TEST(SnapshotRequest, NameIsOptional) {
+  EXPECT_EQ(parse_snapshot_request(""), "");
+  EXPECT_EQ(parse_snapshot_request("{}"), "");
+  EXPECT_EQ(parse_snapshot_request(R"({"name":null})"), "");
+  EXPECT_EQ(parse_snapshot_request(R"({"name":"my-snap"})"), "my-snap");
+  for (const char* body : {R"({"name":5})", R"({"name":["a"]})", R"({"name":{}})", R"({"name":true})"}) {
+    auto [status, message] = failure([&] { parse_snapshot_request(body); });
+    EXPECT_EQ(status, 400) << body;
+    EXPECT_NE(message.find("'name'"), std::string::npos) << message;
+  }
+  EXPECT_EQ(failure([] { parse_snapshot_request("[]"); }).first, 400);
+}
+
+TEST(ForkRequest, DefaultsAndBounds) {
+  for (const char* body : {"", "{}", R"({"count":null,"timeout":null})"}) {
+    auto r = parse_fork_request(body);
+    EXPECT_EQ(r.count, 1) << body;
+    EXPECT_EQ(r.timeout_s, std::nullopt) << body;
+  }
+  auto r = parse_fork_request(R"({"count":100,"timeout":120})");
+  EXPECT_EQ(r.count, 100);
+  EXPECT_EQ(r.timeout_s, 120);
+  EXPECT_EQ(parse_fork_request(R"({"count":1})").count, 1);
+  // A zero timeout means the default, as in create.
+  EXPECT_EQ(parse_fork_request(R"({"timeout":0})").timeout_s, std::nullopt);
+  for (const char* body : {R"({"count":0})", R"({"count":101})", R"({"count":-1})", R"({"count":4294967296})"}) {
+    auto [status, message] = failure([&] { parse_fork_request(body); });
+    EXPECT_EQ(status, 400) << body;
+    EXPECT_NE(message.find("count"), std::string::npos) << message;
+  }
+  for (auto [body, field] : std::vector<std::pair<const char*, const char*>>{
+           {R"({"count":"2"})", "'count'"}, {R"({"count":1.5})", "'count'"},
+           {R"({"timeout":"60"})", "'timeout'"}, {R"({"timeout":-1})", "'timeout'"}}) {
+    auto [status, message] = failure([&] { parse_fork_request(body); });
+    EXPECT_EQ(status, 400) << body;
+    EXPECT_NE(message.find(field), std::string::npos) << body << ": " << message;
+  }
+  EXPECT_EQ(failure([] { parse_fork_request("[1]"); }).first, 400);
 }
 
 TEST(TimeoutAndRefreshRequests, Bounds) {

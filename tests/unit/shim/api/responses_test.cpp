@@ -127,6 +127,19 @@ TEST(Responses, TemplateAndAlias) {
   EXPECT_EQ(template_json(t)["buildStatus"], "waiting");
 }
 
+TEST(Responses, SnapshotInfoIsIdAndNamesOnly) {
+  Snapshot snap;
+  snap.id = "snap_abc";
+  snap.team_id = "team_x";
+  snap.sandbox_id = "i1a2b3c4d5e6f7g8h9j0";
+  snap.names = {"my-snap:default"};
+  snap.template_id = "base";
+  snap.env_vars = {{"SECRET", "never shown"}};
+  EXPECT_EQ(snapshot_info_json(snap), json::parse(R"({"snapshotID":"snap_abc","names":["my-snap:default"]})"));
+  snap.names.clear();
+  EXPECT_EQ(snapshot_info_json(snap), json::parse(R"({"snapshotID":"snap_abc","names":[]})"));
+}
+
 TEST(Responses, ErrorBody) {
   EXPECT_EQ(json::parse(error_body(404, "Not found")), json::parse(R"({"code":404,"message":"Not found"})"));
   EXPECT_NO_THROW(json::parse(error_body(400, std::string("bad \xff utf8"))));

@@ -29,6 +29,11 @@ TEST(Routes, ImplementedEndpoints) {
            {"GET", "/sandboxes/metrics", Endpoint::metrics_many},
            {"GET", "/templates", Endpoint::templates},
            {"GET", "/templates/aliases/base", Endpoint::template_alias},
+           {"POST", "/sandboxes/abc/pause", Endpoint::pause},
+           {"POST", "/sandboxes/abc/resume", Endpoint::resume},
+           {"POST", "/sandboxes/abc/fork", Endpoint::fork},
+           {"POST", "/sandboxes/abc/snapshots", Endpoint::snapshot_create},
+           {"GET", "/snapshots", Endpoint::snapshots_list},
        }) {
     auto m = match_route(c.method, c.path);
     EXPECT_EQ(m.kind, Kind::found) << c.method << " " << c.path;
@@ -50,7 +55,9 @@ TEST(Routes, AccessTokensOnlyWhereTheSpecListsAccessTokenAuth) {
            {"GET", "/v2/sandboxes"}, {"POST", "/sandboxes"}, {"GET", "/sandboxes/abc"}, {"DELETE", "/sandboxes/abc"},
            {"GET", "/templates/t1"}, {"GET", "/templates/aliases/base"}, {"POST", "/v3/templates"},
            {"POST", "/v2/templates"}, {"POST", "/v2/templates/t1/builds/b1"}, {"POST", "/templates/tags"},
-           {"GET", "/templates/t1/tags"}, {"GET", "/teams/t1/metrics"}, {"GET", "/health"}}) {
+           {"GET", "/templates/t1/tags"}, {"GET", "/teams/t1/metrics"}, {"GET", "/health"},
+           {"POST", "/sandboxes/abc/pause"}, {"POST", "/sandboxes/abc/resume"}, {"POST", "/sandboxes/abc/fork"},
+           {"POST", "/sandboxes/abc/snapshots"}, {"GET", "/snapshots"}}) {
     auto m = match_route(method, path);
     EXPECT_EQ(m.kind, Kind::found) << method << " " << path;
     EXPECT_FALSE(m.access_token) << method << " " << path;
@@ -69,9 +76,8 @@ TEST(Routes, ParametersAreCollectedRaw) {
 
 TEST(Routes, KnownButUnimplementedPaths) {
   for (auto [method, path] : std::vector<std::pair<const char*, const char*>>{
-           {"POST", "/sandboxes/abc/pause"}, {"POST", "/sandboxes/abc/fork"},
-           {"POST", "/sandboxes/abc/snapshots"}, {"PUT", "/sandboxes/abc/network"},
-           {"GET", "/snapshots"}, {"POST", "/templates/t1/builds/b1"}, {"PATCH", "/templates/t1"},
+           {"PUT", "/sandboxes/abc/network"}, {"GET", "/sandboxes/abc/logs"},
+           {"POST", "/templates/t1/builds/b1"}, {"PATCH", "/templates/t1"},
            {"GET", "/templates/t1/builds/b1/logs"}, {"GET", "/volumes"}, {"GET", "/v2/sandboxes/abc/logs"}}) {
     auto m = match_route(method, path);
     EXPECT_EQ(m.kind, Kind::found) << method << " " << path;
@@ -96,6 +102,27 @@ TEST(Routes, TemplateBuildApi) {
   }
   // "tags" is a literal segment, not a template id.
   EXPECT_EQ(match_route("DELETE", "/templates/tags").endpoint, Endpoint::tags_remove);
+}
+
+TEST(Routes, PauseSnapshotAndForkRoutes) {
+  auto m = match_route("POST", "/sandboxes/abc-6532622b/fork");
+  EXPECT_EQ(m.pattern, "/sandboxes/{sandboxID}/fork");
+  EXPECT_EQ(m.params, std::vector<std::string>{"abc-6532622b"});
+  EXPECT_EQ(match_route("POST", "/sandboxes/abc/snapshots").pattern, "/sandboxes/{sandboxID}/snapshots");
+  EXPECT_TRUE(match_route("GET", "/snapshots").params.empty());
+  // Snapshots are deleted as templates.
+  EXPECT_EQ(match_route("DELETE", "/templates/snap1").endpoint, Endpoint::template_delete);
+  for (auto [method, path, allow] : std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"GET", "/sandboxes/abc/pause", "POST"}, {"DELETE", "/sandboxes/abc/resume", "POST"},
+           {"GET", "/sandboxes/abc/fork", "POST"}, {"GET", "/sandboxes/abc/snapshots", "POST"},
+           {"POST", "/snapshots", "GET"}}) {
+    auto w = match_route(method, path);
+    EXPECT_EQ(w.kind, Kind::wrong_method) << method << " " << path;
+    EXPECT_EQ(w.allow, allow) << method << " " << path;
+  }
+  for (const char* path : {"/sandboxes/abc/pause/x", "/snapshots/s1", "/v2/sandboxes/abc/pause"}) {
+    EXPECT_EQ(match_route("POST", path).kind, Kind::none) << path;
+  }
 }
 
 TEST(Routes, WrongMethodListsTheAllowedOnes) {

@@ -46,6 +46,9 @@ void expect_same(const Config& a, const Config& b) {
   EXPECT_EQ(a.subnet, b.subnet);
   EXPECT_EQ(a.templates.size(), b.templates.size());
   EXPECT_EQ(a.base_rootfs, b.base_rootfs);
+  EXPECT_EQ(a.pause_cold_after_s, b.pause_cold_after_s);
+  EXPECT_EQ(a.paused_retention_s, b.paused_retention_s);
+  EXPECT_EQ(a.criu_path, b.criu_path);
 }
 
 TEST(Config, EmptyFileGivesTheDefaults) {
@@ -61,6 +64,9 @@ TEST(Config, EmptyFileGivesTheDefaults) {
   EXPECT_EQ(cfg.state_dir, "/var/lib/cove");
   EXPECT_EQ(cfg.default_timeout_s, 300);
   EXPECT_TRUE(cfg.templates.empty());
+  EXPECT_EQ(cfg.pause_cold_after_s, 300);
+  EXPECT_EQ(cfg.paused_retention_s, 30 * 86400);
+  EXPECT_EQ(cfg.criu_path, "");
 }
 
 TEST(Config, EveryKeyIsRead) {
@@ -80,6 +86,9 @@ pids_max = 512
 max_sandboxes = 200
 bridge = "covebr.1"
 subnet = "192.168.0.0/24"
+pause_cold_after_s = 45
+paused_retention_s = 86400
+criu_path = "/opt/criu/sbin/criu"
 
 [templates.base]
 rootfs = "/var/lib/cove/rootfs/base"
@@ -106,6 +115,9 @@ rootfs = "/var/lib/cove/rootfs/tiny"
   EXPECT_EQ(cfg.max_sandboxes, 200);
   EXPECT_EQ(cfg.bridge, "covebr.1");
   EXPECT_EQ(cfg.subnet, "192.168.0.0/24");
+  EXPECT_EQ(cfg.pause_cold_after_s, 45);
+  EXPECT_EQ(cfg.paused_retention_s, 86400);
+  EXPECT_EQ(cfg.criu_path, "/opt/criu/sbin/criu");
   ASSERT_EQ(cfg.templates.size(), 2u);
   EXPECT_EQ(cfg.templates[0].id, "base");
   EXPECT_EQ(cfg.templates[0].rootfs, "/var/lib/cove/rootfs/base");
@@ -137,6 +149,35 @@ TEST(Config, UnknownKeysAreRejectedWithASuggestion) {
   expect_error("[templates.base]\nrootfs = \"/r\"\nmemory = 512\n", "line 3: templates.base.memory: unknown key",
                "memory_mb");
   expect_error("[server]\nport = 1\n", "line 1: server: unknown key");
+}
+
+TEST(Config, UnknownKeysSuggestThePauseSettings) {
+  expect_error("pause_cold_after = 5\n", "line 1: pause_cold_after: unknown key", "did you mean 'pause_cold_after_s'");
+  expect_error("paused_retention = 60\n", "line 1: paused_retention: unknown key",
+               "did you mean 'paused_retention_s'");
+  expect_error("criu = \"/usr/sbin/criu\"\n", "line 1: criu: unknown key", "did you mean 'criu_path'");
+  expect_error("criu_pth = \"/usr/sbin/criu\"\n", "line 1: criu_pth: unknown key", "did you mean 'criu_path'");
+}
+
+TEST(Config, PauseSettings) {
+  // 0: a pause goes to disk at once.
+  EXPECT_EQ(parse_config("pause_cold_after_s = 0").pause_cold_after_s, 0);
+  EXPECT_EQ(parse_config("pause_cold_after_s = 2678400").pause_cold_after_s, 2678400);
+  expect_error("pause_cold_after_s = -1", "line 1: pause_cold_after_s: must be between 0 and 2678400");
+  expect_error("pause_cold_after_s = 2678401", "line 1: pause_cold_after_s: must be between 0 and 2678400");
+  expect_error("pause_cold_after_s = \"5m\"", "line 1: pause_cold_after_s: must be an integer, not a string");
+
+  EXPECT_EQ(parse_config("paused_retention_s = 60").paused_retention_s, 60);
+  EXPECT_EQ(parse_config("paused_retention_s = 315360000").paused_retention_s, 315360000);
+  expect_error("paused_retention_s = 59", "line 1: paused_retention_s: must be between 60 and 315360000");
+  expect_error("paused_retention_s = 315360001", "line 1: paused_retention_s: must be between 60 and 315360000");
+  expect_error("paused_retention_s = true", "line 1: paused_retention_s: must be an integer, not a boolean");
+
+  EXPECT_EQ(parse_config("criu_path = \"\"").criu_path, "");  // "" = the one tools/criu.sh builds
+  EXPECT_EQ(parse_config("criu_path = \"/usr/local/sbin/criu\"").criu_path, "/usr/local/sbin/criu");
+  expect_error("criu_path = \"sbin/criu\"", "line 1: criu_path: must be an absolute path");
+  expect_error("criu_path = 4", "line 1: criu_path: must be a string, not an integer");
+  EXPECT_EQ(error_of("criu_path = \"secret-relative\"").find("secret-relative"), std::string::npos);
 }
 
 TEST(Config, WrongTypesAreRejected) {

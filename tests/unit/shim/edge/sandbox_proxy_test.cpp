@@ -213,7 +213,19 @@ class FakeLifecycle : public Lifecycle {
 
   // The control plane is not used by the proxy.
   net::awaitable<SandboxView> create(std::string, CreateRequest) override { throw std::logic_error("unused"); }
-  net::awaitable<std::pair<SandboxView, bool>> connect(std::string, std::string, std::optional<int64_t>) override {
+  net::awaitable<std::pair<SandboxView, bool>> connect(std::string, std::string, std::optional<int64_t>,
+                                                       bool) override {
+    throw std::logic_error("unused");
+  }
+  net::awaitable<void> pause(std::string, std::string, bool) override { throw std::logic_error("unused"); }
+  net::awaitable<Snapshot> create_snapshot(std::string, std::string, std::string) override {
+    throw std::logic_error("unused");
+  }
+  net::awaitable<std::vector<Snapshot>> list_snapshots(std::string, std::string, std::string) override {
+    throw std::logic_error("unused");
+  }
+  net::awaitable<bool> delete_snapshot(std::string, std::string) override { throw std::logic_error("unused"); }
+  net::awaitable<std::vector<ForkOutcome>> fork(std::string, std::string, int, std::optional<int64_t>) override {
     throw std::logic_error("unused");
   }
   net::awaitable<SandboxView> get(std::string, std::string) override { throw std::logic_error("unused"); }

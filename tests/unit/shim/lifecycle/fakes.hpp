@@ -136,6 +136,30 @@ class FakeStore final : public Store {
     return out;
   }
   size_t purge_killed(TimePoint) override { return 0; }
+  void insert_snapshot(const Snapshot& snap) override {
+    std::lock_guard lock(mu_);
+    if (!snapshots_.emplace(snap.id, snap).second) throw StoreError("duplicate snapshot");
+  }
+  std::optional<Snapshot> snapshot(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    auto it = snapshots_.find(std::string(id));
+    if (it == snapshots_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::vector<Snapshot> snapshots(std::string_view team_id, std::string_view sandbox_id) override {
+    std::lock_guard lock(mu_);
+    std::vector<Snapshot> out;
+    for (auto& [id, s] : snapshots_) {
+      if ((team_id.empty() || s.team_id == team_id) && (sandbox_id.empty() || s.sandbox_id == sandbox_id)) {
+        out.push_back(s);
+      }
+    }
+    return out;
+  }
+  bool delete_snapshot(std::string_view id) override {
+    std::lock_guard lock(mu_);
+    return snapshots_.erase(std::string(id)) > 0;
+  }
 
  private:
   std::mutex mu_;
@@ -144,6 +168,7 @@ class FakeStore final : public Store {
   std::map<std::string, AccessToken> tokens_;
   std::map<std::string, Template> templates_;
   std::map<std::string, SandboxRecord> sandboxes_;
+  std::map<std::string, Snapshot> snapshots_;
 };
 
 // Each connect gets one end of a socket pair; the other end answers every request with 204 and
@@ -197,8 +222,33 @@ class FakeRuntime final : public Runtime {
     return s;
   }
   void on_exit(std::function<void(const std::string&)> cb) override { exit_callback = std::move(cb); }
-  void pause(const std::string&) override { throw RuntimeError("no"); }
-  void resume(const std::string&) override { throw RuntimeError("no"); }
+  void freeze(const std::string& id) override {
+    std::lock_guard lock(mu_);
+    if (!running.count(id)) throw RuntimeError("not running");
+    frozen.push_back(id);
+  }
+  void thaw(const std::string& id) override {
+    std::lock_guard lock(mu_);
+    if (!running.count(id)) throw RuntimeError("not running");
+    thawed.push_back(id);
+  }
+  void checkpoint(const std::string& id, const CheckpointRequest& request) override {
+    std::lock_guard lock(mu_);
+    if (!running.count(id)) throw RuntimeError("not running");
+    if (fail_checkpoint) throw RuntimeError("scripted checkpoint failure");
+    checkpointed.push_back(id);
+    checkpoint_dirs.push_back(request.dir);
+    if (!request.leave_running) running.erase(id);
+  }
+  void stop(const std::string& id) override {
+    std::lock_guard lock(mu_);
+    stopped.push_back(id);
+    running.erase(id);
+  }
+  void export_disk(const std::string& id, const std::string& path) override {
+    std::lock_guard lock(mu_);
+    exported.emplace_back(id, path);
+  }
 
   // Test controls.
   std::mutex mu_;
@@ -211,6 +261,9 @@ class FakeRuntime final : public Runtime {
   std::set<uint16_t> open_ports;
   std::atomic<uint64_t> cpu_ns{0};
   bool fail_start = false;
+  bool fail_checkpoint = false;
+  std::vector<std::string> frozen, thawed, stopped, checkpointed, checkpoint_dirs;
+  std::vector<std::pair<std::string, std::string>> exported;  // id, path
   std::shared_future<void>* gate_ = nullptr;
   std::function<void(const std::string&)> exit_callback;
 

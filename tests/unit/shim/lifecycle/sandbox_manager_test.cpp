@@ -1,83 +1,11 @@
 #include "lifecycle/sandbox_manager.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
-#include <gtest/gtest.h>
-
 #include "auth/access_tokens.hpp"
 #include "auth/api_keys.hpp"
-#include "fakes.hpp"
+#include "manager_fixture.hpp"
 
 namespace cove::shim {
 namespace {
-using namespace std::chrono_literals;
-using testing::FakeClock;
-using testing::FakeRuntime;
-using testing::FakeStore;
-
-class SandboxManagerTest : public ::testing::Test {
- protected:
-  SandboxManagerTest() : runtime(io.get_executor()) {
-    Template tpl;
-    tpl.id = "base";
-    tpl.aliases = {"base", "debian"};
-    tpl.cpu_count = 2;
-    tpl.memory_mb = 512;
-    tpl.disk_size_mb = 2048;
-    tpl.envd_version = "0.6.13";
-    tpl.layers = {"/rootfs"};
-    store.upsert_template(tpl);
-    ManagerOptions options;
-    options.extra_layers = {"/agent-layer"};
-    options.reaper_interval = 5ms;
-    options.metrics_interval = 20ms;
-    options.worker_threads = 2;
-    options.max_timeout_s = 3600;
-    options.domain = "cove.test";
-    manager = std::make_unique<SandboxManager>(io.get_executor(), store, runtime, TokenIssuer("seed"), clock, ids,
-                                               options);
-  }
-  ~SandboxManagerTest() override { manager->shutdown(); }
-
-  // Runs the io loop a little; an io_context that ran out of work stays stopped until restarted.
-  void spin(std::chrono::milliseconds d = 2ms) {
-    if (io.stopped()) io.restart();
-    io.run_for(d);
-  }
-  template <typename T>
-  T run(net::awaitable<T> work) {
-    auto future = net::co_spawn(io, std::move(work), net::use_future);
-    while (future.wait_for(0s) != std::future_status::ready) spin();
-    return future.get();
-  }
-  void run_void(net::awaitable<void> work) {
-    auto future = net::co_spawn(io, std::move(work), net::use_future);
-    while (future.wait_for(0s) != std::future_status::ready) spin();
-    future.get();
-  }
-  SandboxView create(const std::string& team = "team_a", std::map<std::string, std::string> metadata = {}) {
-    CreateRequest request;
-    request.timeout_s = 60;
-    request.metadata = std::move(metadata);
-    request.env_vars = {{"FOO", "bar"}};
-    return run(manager->create(team, request));
-  }
-  int status_of(const std::function<void()>& fn) {
-    try {
-      fn();
-    } catch (const LifecycleError& e) {
-      return e.status();
-    }
-    return 0;
-  }
-
-  net::io_context io;
-  FakeStore store;
-  FakeRuntime runtime;
-  FakeClock clock;
-  testing::CountingIds ids;
-  std::unique_ptr<SandboxManager> manager;
-};
 
 TEST_F(SandboxManagerTest, CreateStartsInitialisesAndRuns) {
   auto v = create();
@@ -211,10 +139,10 @@ TEST_F(SandboxManagerTest, StartFailureIsInternalAndCleansUp) {
 TEST_F(SandboxManagerTest, ConnectExtendsButNeverShortens) {
   auto v = create();
   auto end = v.record.end_at;
-  auto shorter = run(manager->connect("team_a", v.record.id, 10));
+  auto shorter = run(manager->connect("team_a", v.record.id, 10, true));
   EXPECT_EQ(shorter.first.record.end_at, end);
   EXPECT_FALSE(shorter.second);
-  auto longer = run(manager->connect("team_a", v.record.id, 600));
+  auto longer = run(manager->connect("team_a", v.record.id, 600, true));
   EXPECT_EQ(longer.first.record.end_at, clock.now() + 600s);
   run_void(manager->set_timeout("team_a", v.record.id, 5));  // set_timeout may shorten
   EXPECT_EQ(run(manager->get("team_a", v.record.id)).record.end_at, clock.now() + 5s);
@@ -234,7 +162,7 @@ TEST_F(SandboxManagerTest, ReaperKillsAtEndAt) {
   while (manager->live_count() > 0 && std::chrono::steady_clock::now() < deadline) spin(5ms);
   EXPECT_EQ(manager->live_count(), 0u);
   EXPECT_EQ(store.sandbox(v.record.id)->state, SandboxState::killed);
-  EXPECT_EQ(status_of([&] { run(manager->connect("team_a", v.record.id, 10)); }), 404);
+  EXPECT_EQ(status_of([&] { run(manager->connect("team_a", v.record.id, 10, true)); }), 404);
 }
 
 TEST_F(SandboxManagerTest, ListPagesNewestFirstWithMetadataFilter) {

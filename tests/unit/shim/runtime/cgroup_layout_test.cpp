@@ -100,4 +100,11 @@ TEST(CgroupStats, ParsesCpuStatUsage) {
   EXPECT_EQ(parse_cpu_stat_usage_usec(""), 0u);
 }
 
+TEST(CgroupEvents, FrozenState) {
+  EXPECT_EQ(parse_cgroup_events_frozen("populated 1\nfrozen 1\n"), std::optional<bool>(true));
+  EXPECT_EQ(parse_cgroup_events_frozen("populated 1\nfrozen 0\n"), std::optional<bool>(false));
+  EXPECT_EQ(parse_cgroup_events_frozen("populated 0\n"), std::nullopt);
+  EXPECT_EQ(parse_cgroup_events_frozen(""), std::nullopt);
+}
+
 }  // namespace cove::shim::container

@@ -100,4 +100,36 @@ TEST(LaunchReport, RejectsTruncatedOrGarbage) {
   EXPECT_FALSE(parse_launch_report("HELLO\n"));
 }
 
+TEST(LaunchSpec, RestoreFieldsRoundTripAndNeedCriu) {
+  LaunchSpec s;
+  s.id = "isb-2";
+  s.sandbox_dir = "/sb";
+  s.layers = {"/l"};
+  s.id_count = 65536;
+  s.checkpoint_dir = "/ck";
+  s.criu_path = "/opt/criu";
+  s.stdout_key = "file[2b:10]";
+  LaunchSpec back = launch_spec_from_json(to_json(s));
+  EXPECT_EQ(back.checkpoint_dir, "/ck");
+  EXPECT_EQ(back.criu_path, "/opt/criu");
+  EXPECT_EQ(back.stdout_key, "file[2b:10]");
+  s.criu_path.clear();
+  EXPECT_THROW(launch_spec_from_json(to_json(s)), std::invalid_argument);
+}
+
+TEST(LaunchReport, RestoringCarriesTheLoopDevice) {
+  auto r = parse_launch_report(format_launch_restoring(3));
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->ok);
+  EXPECT_TRUE(r->restoring);
+  EXPECT_EQ(r->pid, 0);
+  EXPECT_EQ(r->loop, 3);
+  EXPECT_FALSE(parse_launch_report("RESTORING \n"));
+  EXPECT_FALSE(parse_launch_report("RESTORING x\n"));
+  EXPECT_FALSE(parse_launch_report("RESTORING 3"));
+  auto ok = parse_launch_report(format_launch_ok(10, 1));
+  ASSERT_TRUE(ok);
+  EXPECT_FALSE(ok->restoring);
+}
+
 }  // namespace cove::shim::container

@@ -36,6 +36,11 @@ std::vector<std::string> ids(const std::vector<SandboxRecord>& recs) {
   return out;
 }
 
+// Undoes migration 4 (pauses and snapshots), to make a database as an older Cove wrote it.
+constexpr const char* kUndoPauses =
+    "DROP TABLE snapshots; ALTER TABLE sandboxes DROP COLUMN auto_pause_memory; "
+    "ALTER TABLE sandboxes DROP COLUMN paused_as; ALTER TABLE sandboxes DROP COLUMN paused_at; ";
+
 class SqliteStoreTest : public ::testing::Test {
  protected:
   std::string db_path() const { return dir_ / "cove.db"; }
@@ -98,6 +103,69 @@ TEST_F(SqliteStoreTest, SandboxRoundTripsEveryField) {
   EXPECT_EQ(got->network_json, r.network_json);
   EXPECT_EQ(got->slot, 42);
   EXPECT_FALSE(store->sandbox("nope"));
+}
+
+TEST_F(SqliteStoreTest, PauseFieldsRoundTripThroughInsertAndUpdate) {
+  auto store = open();
+  // The defaults: memory kept on an auto-pause, never paused.
+  store->insert_sandbox(sandbox("fresh", "team_1", at(1)));
+  auto fresh = store->sandbox("fresh");
+  ASSERT_TRUE(fresh);
+  EXPECT_TRUE(fresh->auto_pause_memory);
+  EXPECT_EQ(fresh->paused_as, PauseKind::none);
+  EXPECT_EQ(fresh->paused_at, TimePoint{});
+
+  SandboxRecord r = sandbox("sbx1", "team_1", at(10), SandboxState::paused);
+  r.auto_pause_memory = false;
+  r.paused_as = PauseKind::filesystem;
+  r.paused_at = TimePoint(123456789012345678ns);
+  store->insert_sandbox(r);
+  auto got = store->sandbox("sbx1");
+  ASSERT_TRUE(got);
+  EXPECT_FALSE(got->auto_pause_memory);
+  EXPECT_EQ(got->paused_as, PauseKind::filesystem);
+  EXPECT_EQ(got->paused_at, r.paused_at);
+
+  // Every kind survives an update, and so does turning the memory flag back on.
+  for (PauseKind kind : {PauseKind::warm, PauseKind::cold, PauseKind::none}) {
+    SandboxRecord next = *got;
+    next.generation = got->generation + 1;
+    next.paused_as = kind;
+    next.paused_at = got->paused_at + 1s;
+    next.auto_pause_memory = !got->auto_pause_memory;
+    ASSERT_TRUE(store->update_sandbox(next, got->generation)) << to_string(kind);
+    got = store->sandbox("sbx1");
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->paused_as, kind);
+    EXPECT_EQ(got->paused_at, next.paused_at);
+    EXPECT_EQ(got->auto_pause_memory, next.auto_pause_memory);
+  }
+  // Listing reads the same columns.
+  auto listed = store->list_sandboxes(SandboxQuery{.team_id = "team_1", .states = {SandboxState::paused}});
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].paused_at, got->paused_at);
+}
+
+TEST_F(SqliteStoreTest, PauseKindNames) {
+  for (PauseKind kind : {PauseKind::none, PauseKind::warm, PauseKind::cold, PauseKind::filesystem}) {
+    EXPECT_EQ(parse_pause_kind(to_string(kind)), kind);
+  }
+  EXPECT_EQ(to_string(PauseKind::none), "");
+  EXPECT_EQ(to_string(PauseKind::cold), "cold");
+  EXPECT_FALSE(parse_pause_kind("Cold"));
+  EXPECT_FALSE(parse_pause_kind("frozen"));
+}
+
+TEST_F(SqliteStoreTest, AnUnknownPauseKindInTheDatabaseIsAStoreError) {
+  auto store = open();
+  store->insert_sandbox(sandbox("odd", "team_1", at(1)));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE sandboxes SET paused_as = 'lukewarm' WHERE id = 'odd'", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_THROW(store->sandbox("odd"), StoreError);
 }
 
 TEST_F(SqliteStoreTest, DuplicateInsertThrowsWithoutEchoingValues) {
@@ -400,13 +468,153 @@ TEST_F(SqliteStoreTest, MigrationToAccessTokensKeepsAnOlderDatabasesKeys) {
   // Back to schema 2, as a database written before access tokens existed.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE access_tokens; PRAGMA user_version = 2", nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  const std::string downgrade = std::string(kUndoPauses) + "DROP TABLE access_tokens; PRAGMA user_version = 2";
+  ASSERT_EQ(sqlite3_exec(db, downgrade.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
   sqlite3_close(db);
   auto store = open();
   EXPECT_EQ(store->team_for_key_hash("k1"), team_id);
   store->add_access_token(AccessToken{"t1", team_id, "m", at(3)});
   EXPECT_EQ(store->team_for_access_token_hash("t1"), team_id);
+}
+
+TEST_F(SqliteStoreTest, MigrationToPausesKeepsAnOlderDatabasesSandboxes) {
+  {
+    auto store = open();
+    SandboxRecord r = sandbox("old1", "team_1", at(5), SandboxState::paused);
+    r.metadata = {{"k", "v"}};
+    r.slot = 3;
+    // Values the migration must not keep: schema 3 had no such columns.
+    r.auto_pause_memory = false;
+    r.paused_as = PauseKind::cold;
+    r.paused_at = at(7);
+    store->insert_sandbox(r);
+    store->insert_sandbox(sandbox("old2", "team_1", at(6)));
+    Snapshot snap;
+    snap.id = "snap1";
+    snap.team_id = "team_1";
+    snap.created_at = at(1);
+    store->insert_snapshot(snap);
+  }
+  // Back to schema 3, as a database written before pauses and snapshots existed.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+  const std::string downgrade = std::string(kUndoPauses) + "PRAGMA user_version = 3";
+  ASSERT_EQ(sqlite3_exec(db, downgrade.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  auto store = open();
+  auto old1 = store->sandbox("old1");
+  ASSERT_TRUE(old1);
+  EXPECT_EQ(old1->state, SandboxState::paused);
+  EXPECT_EQ(old1->metadata, (std::map<std::string, std::string>{{"k", "v"}}));
+  EXPECT_EQ(old1->slot, 3);
+  EXPECT_TRUE(old1->auto_pause_memory);
+  EXPECT_EQ(old1->paused_as, PauseKind::none);
+  EXPECT_EQ(old1->paused_at, TimePoint{});
+  EXPECT_TRUE(store->sandbox("old2"));
+  EXPECT_EQ(store->live_sandboxes().size(), 2u);
+  // The snapshots table is new and empty.
+  EXPECT_TRUE(store->snapshots("", "").empty());
+  Snapshot snap;
+  snap.id = "snap2";
+  snap.team_id = "team_1";
+  store->insert_snapshot(snap);
+  EXPECT_TRUE(store->snapshot("snap2"));
+}
+
+Snapshot snapshot_of(std::string id, std::string team, std::string source, TimePoint created) {
+  Snapshot s;
+  s.id = std::move(id);
+  s.team_id = std::move(team);
+  s.sandbox_id = std::move(source);
+  s.template_id = "base";
+  s.created_at = created;
+  return s;
+}
+
+std::vector<std::string> snapshot_ids(const std::vector<Snapshot>& snaps) {
+  std::vector<std::string> out;
+  for (auto& s : snaps) out.push_back(s.id);
+  return out;
+}
+
+TEST_F(SqliteStoreTest, SnapshotRoundTripsEveryField) {
+  auto store = open();
+  Snapshot s = snapshot_of("snap_1", "team_1", "sbx1", TimePoint(123456789012345678ns));
+  s.names = {"my-snap:default", "n\u00e4me:v2"};
+  s.template_id = "code-interpreter";
+  s.cpu_count = 4;
+  s.memory_mb = 2048;
+  s.disk_size_mb = 8192;
+  s.envd_version = "0.6.13";
+  s.env_vars = {{"A", "1"}, {"EMPTY", ""}, {"Q\"", "v\nw"}};
+  store->insert_snapshot(s);
+  auto got = store->snapshot("snap_1");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->id, s.id);
+  EXPECT_EQ(got->team_id, s.team_id);
+  EXPECT_EQ(got->sandbox_id, s.sandbox_id);
+  EXPECT_EQ(got->names, s.names);
+  EXPECT_EQ(got->template_id, s.template_id);
+  EXPECT_EQ(got->cpu_count, 4);
+  EXPECT_EQ(got->memory_mb, 2048);
+  EXPECT_EQ(got->disk_size_mb, 8192);
+  EXPECT_EQ(got->envd_version, "0.6.13");
+  EXPECT_EQ(got->env_vars, s.env_vars);
+  EXPECT_EQ(got->created_at, s.created_at);
+  EXPECT_FALSE(store->snapshot("nope"));
+  // No names at all is kept as none.
+  store->insert_snapshot(snapshot_of("snap_2", "team_1", "sbx1", at(1)));
+  ASSERT_TRUE(store->snapshot("snap_2"));
+  EXPECT_TRUE(store->snapshot("snap_2")->names.empty());
+}
+
+TEST_F(SqliteStoreTest, SnapshotsListOldestFirstWithTeamAndSourceFilters) {
+  auto store = open();
+  store->insert_snapshot(snapshot_of("s_c", "team_1", "sbxA", at(30)));
+  store->insert_snapshot(snapshot_of("s_a", "team_1", "sbxB", at(10)));
+  store->insert_snapshot(snapshot_of("s_b", "team_2", "sbxC", at(20)));
+  store->insert_snapshot(snapshot_of("s_e", "team_1", "sbxA", at(10)));  // same time as s_a: id decides
+  store->insert_snapshot(snapshot_of("s_d", "team_1", "sbxA", at(5)));
+
+  EXPECT_EQ(snapshot_ids(store->snapshots("team_1", "")), (std::vector<std::string>{"s_d", "s_a", "s_e", "s_c"}));
+  EXPECT_EQ(snapshot_ids(store->snapshots("team_2", "")), std::vector<std::string>{"s_b"});
+  EXPECT_EQ(snapshot_ids(store->snapshots("team_1", "sbxA")), (std::vector<std::string>{"s_d", "s_e", "s_c"}));
+  EXPECT_TRUE(store->snapshots("team_2", "sbxA").empty());  // another team's source
+  EXPECT_TRUE(store->snapshots("team_3", "").empty());
+  EXPECT_EQ(snapshot_ids(store->snapshots("", "")), (std::vector<std::string>{"s_d", "s_a", "s_e", "s_b", "s_c"}));
+  EXPECT_EQ(snapshot_ids(store->snapshots("", "sbxC")), std::vector<std::string>{"s_b"});
+}
+
+TEST_F(SqliteStoreTest, SnapshotDeleteAndDuplicates) {
+  auto store = open();
+  store->insert_snapshot(snapshot_of("snap-secretish", "team_1", "sbx1", at(1)));
+  try {
+    store->insert_snapshot(snapshot_of("snap-secretish", "team_2", "sbx2", at(2)));
+    FAIL() << "duplicate snapshot insert succeeded";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(std::string(e.what()).find("snap-secretish"), std::string::npos) << e.what();
+  }
+  // The first one is unchanged.
+  EXPECT_EQ(store->snapshot("snap-secretish")->team_id, "team_1");
+  EXPECT_TRUE(store->delete_snapshot("snap-secretish"));
+  EXPECT_FALSE(store->snapshot("snap-secretish"));
+  EXPECT_FALSE(store->delete_snapshot("snap-secretish"));
+  EXPECT_FALSE(store->delete_snapshot("never-existed"));
+  EXPECT_TRUE(store->snapshots("", "").empty());
+  // The id is free again.
+  store->insert_snapshot(snapshot_of("snap-secretish", "team_2", "sbx2", at(2)));
+  EXPECT_EQ(store->snapshot("snap-secretish")->team_id, "team_2");
+}
+
+TEST_F(SqliteStoreTest, SnapshotsSurviveAReopen) {
+  {
+    auto store = open();
+    store->insert_snapshot(snapshot_of("keep", "team_1", "sbx1", at(1)));
+  }
+  auto store = open();
+  ASSERT_TRUE(store->snapshot("keep"));
+  EXPECT_EQ(store->snapshot("keep")->sandbox_id, "sbx1");
 }
 
 TEST_F(SqliteStoreTest, TemplatesResolveByIdOrAliasAndUpsertKeepsCreation) {
