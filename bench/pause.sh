@@ -71,7 +71,10 @@ rootfs=$("$repo/rootfs-builder/build-base.sh")
 
 # Refuse rather than disturb (ports, our bridge and chain, another `cove serve`). The baselines
 # alone use none of these, but another shim's load would distort them: say so.
-other_shim() { pgrep -x cove -a 2>/dev/null | grep -E '^[0-9]+ [^ ]*cove serve' | head -n 1 || true; }
+# Any `cove serve` but our own (shim_pid, once it runs).
+other_shim() {
+  pgrep -x cove -a 2>/dev/null | grep -E '^[0-9]+ [^ ]*cove serve' | { grep -v "^${shim_pid:-none} " || true; } | head -n 1
+}
 disturbed=
 if ((!baseline_only)) && [[ ${ALLOW_OTHER_SHIM:-} != 1 ]]; then
   refuse_if_busy "$api_port" "$sandbox_port"

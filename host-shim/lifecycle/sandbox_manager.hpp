@@ -151,6 +151,9 @@ class SandboxManager final : public Lifecycle {
   net::awaitable<void> reaper_pause(std::string id, PauseKind kind);
   net::awaitable<void> reaper_make_cold(std::string id);
   net::awaitable<void> quiesce_agent(std::string id);
+  // Quiesces the agent, freezes the sandbox and dumps it; a dump that found a connection from
+  // outside (one that raced the quiesce) is retried after quiescing again. Leaves it frozen.
+  net::awaitable<void> quiesce_and_checkpoint(std::string id, CheckpointRequest request);
   void discard_checkpoint(const std::string& id);
   std::string sandbox_checkpoint_dir(const std::string& id) const;
   bool has_checkpoint(const std::string& id) const;

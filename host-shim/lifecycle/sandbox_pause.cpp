@@ -117,6 +117,29 @@ net::awaitable<void> SandboxManager::quiesce_agent(std::string id) {
   }
 }
 
+net::awaitable<void> SandboxManager::quiesce_and_checkpoint(std::string id, CheckpointRequest request) {
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    co_await quiesce_agent(id);
+    auto freeze = [this, id] { runtime_.freeze(id); };
+    co_await run_blocking(pool_, std::move(freeze));
+    bool busy = false;
+    try {
+      auto dump = [this, id, request] { runtime_.checkpoint(id, request); };
+      co_await run_blocking(pool_, std::move(dump));
+      co_return;
+    } catch (const CheckpointBusyError& e) {
+      if (attempt == kAttempts) throw;
+      busy = true;
+    }
+    if (busy) {
+      log_line("checkpoint " + id + ": a connection raced the quiesce; quiescing again");
+      auto thaw = [this, id] { runtime_.thaw(id); };
+      co_await run_blocking(pool_, std::move(thaw));
+    }
+  }
+}
+
 net::awaitable<void> SandboxManager::pause(std::string team_id, std::string id, bool memory) {
   Locked locked = co_await lock_transitions(team_id, id);
   if (locked.entry->record.state == SandboxState::paused) {
@@ -300,12 +323,8 @@ net::awaitable<void> SandboxManager::make_cold_entry(std::string id) {
     // /freeze; thawed for a moment, the agent lets go of it too.
     auto thaw = [this, id] { runtime_.thaw(id); };
     co_await run_blocking(pool_, std::move(thaw));
-    co_await quiesce_agent(id);
-    auto freeze = [this, id] { runtime_.freeze(id); };
-    co_await run_blocking(pool_, std::move(freeze));
     CheckpointRequest request{partial, false};
-    auto dump = [this, id, request] { runtime_.checkpoint(id, request); };
-    co_await run_blocking(pool_, std::move(dump));
+    co_await quiesce_and_checkpoint(id, request);
     std::filesystem::rename(partial, dir);
   } catch (...) {
     failure = std::current_exception();

@@ -65,20 +65,20 @@ net::awaitable<void> SandboxManager::capture(std::string id, std::string dir) {
   std::exception_ptr failure;
   bool thaw = false;
   try {
-    if (state == SandboxState::running) {
-      entry.capturing = true;
-      entry.captures++;
-      close_leases(entry);
-      co_await quiesce_agent(id);
-      auto freeze = [this, id] { runtime_.freeze(id); };
-      co_await run_blocking(pool_, std::move(freeze));
-      thaw = true;
-    }
     if (state == SandboxState::running || kind == PauseKind::warm) {
+      if (state == SandboxState::running) {
+        entry.capturing = true;
+        entry.captures++;
+        close_leases(entry);
+        thaw = true;  // it goes on running afterwards
+      } else {
+        // Thawed for a moment so that its agent can let go of what the dump cannot carry.
+        auto unfreeze = [this, id] { runtime_.thaw(id); };
+        co_await run_blocking(pool_, std::move(unfreeze));
+      }
       CheckpointRequest request{dir + "/images", true};
       std::filesystem::create_directories(request.dir);
-      auto dump = [this, id, request] { runtime_.checkpoint(id, request); };
-      co_await run_blocking(pool_, std::move(dump));
+      co_await quiesce_and_checkpoint(id, request);
     } else if (kind == PauseKind::cold) {
       std::filesystem::copy(sandbox_checkpoint_dir(id), dir + "/images", std::filesystem::copy_options::recursive);
     }
@@ -90,6 +90,14 @@ net::awaitable<void> SandboxManager::capture(std::string id, std::string dir) {
     failure = std::current_exception();
   }
   if (auto it = live_.find(id); it != live_.end()) it->second.capturing = false;
+  if (failure && state == SandboxState::paused && kind == PauseKind::warm) {
+    try {  // it was thawed for the quiesce: paused means frozen
+      auto refreeze = [this, id] { runtime_.freeze(id); };
+      co_await run_blocking(pool_, std::move(refreeze));
+    } catch (const std::exception& e) {
+      log_line("snapshot " + id + ": refreeze failed: " + e.what());
+    }
+  }
   if (thaw) {
     try {
       auto unfreeze = [this, id] { runtime_.thaw(id); };

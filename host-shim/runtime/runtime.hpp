@@ -24,6 +24,12 @@ struct RuntimeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A checkpoint failed only because something outside still held a connection into the sandbox
+// (one that raced the agent's quiesce): quiescing again and retrying can succeed.
+struct CheckpointBusyError : RuntimeError {
+  using RuntimeError::RuntimeError;
+};
+
 struct SandboxSpec {
   std::string id;                   // also the hostname
   int64_t slot = 0;                 // node-unique index: uid/gid range, network address, names

@@ -949,6 +949,7 @@ void ContainerRuntime::checkpoint(const std::string& id, const CheckpointRequest
     }
     if (!taken) {
       restore_source();
+      if (failure == kOutsideConnectionReason) throw CheckpointBusyError("checkpoint failed: " + failure);
       throw RuntimeError("checkpoint failed: " + failure);
     }
     // The tree died although the dump failed: the sandbox is stopped.

@@ -112,7 +112,7 @@ std::string criu_failure_reason(std::string_view log) {
   for (std::string_view e : errors) {
     if (contains(e, "io_uring")) return "a process uses io_uring, which cannot be checkpointed";
     if (contains(e, "sk-unix") && contains(e, "not found")) {
-      return "a Unix socket is connected to something outside the sandbox";
+      return std::string(kOutsideConnectionReason);
     }
     if (contains(e, "Can't lookup mount") || contains(e, "proper root mount")) {
       return "a process holds a file from outside the sandbox's filesystem";

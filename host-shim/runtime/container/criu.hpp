@@ -49,5 +49,7 @@ std::vector<std::string> criu_restore_argv(const CriuRestore& r);
 // words when we know the case, otherwise CRIU's first error with paths and source locations
 // removed. Never contains a host path.
 std::string criu_failure_reason(std::string_view log);
+// criu_failure_reason's answer when a Unix socket's peer is outside the dumped tree.
+inline constexpr std::string_view kOutsideConnectionReason = "a Unix socket is connected to something outside the sandbox";
 
 }  // namespace cove::shim::container

@@ -236,6 +236,10 @@ class FakeRuntime final : public Runtime {
     std::lock_guard lock(mu_);
     if (!running.count(id)) throw RuntimeError("not running");
     if (fail_checkpoint) throw RuntimeError("scripted checkpoint failure");
+    if (busy_checkpoints > 0) {
+      --busy_checkpoints;
+      throw CheckpointBusyError("scripted connection from outside");
+    }
     checkpointed.push_back(id);
     checkpoint_dirs.push_back(request.dir);
     if (!request.leave_running) running.erase(id);
@@ -262,6 +266,7 @@ class FakeRuntime final : public Runtime {
   std::atomic<uint64_t> cpu_ns{0};
   bool fail_start = false;
   bool fail_checkpoint = false;
+  int busy_checkpoints = 0;  // this many dumps fail as if a connection raced the quiesce
   std::vector<std::string> frozen, thawed, stopped, checkpointed, checkpoint_dirs;
   std::vector<std::pair<std::string, std::string>> exported;  // id, path
   std::shared_future<void>* gate_ = nullptr;

@@ -160,6 +160,23 @@ TEST_F(SandboxPauseTest, FailedCheckpointLeavesItWarm) {
   EXPECT_EQ(runtime.thawed, (std::vector<std::string>{id, id}));
 }
 
+TEST_F(SandboxPauseTest, ADumpThatRacedAConnectionIsRetriedAfterQuiescingAgain) {
+  auto v = create();
+  const std::string id = v.record.id;
+  run_void(manager->pause("team_a", id, true));
+  runtime.busy_checkpoints = 2;
+  size_t freezes = count_requests(runtime, "POST /freeze");
+  run_void(manager->make_cold(std::string(kOperatorTeam), id));
+  EXPECT_EQ(store.sandbox(id)->paused_as, PauseKind::cold);
+  EXPECT_EQ(count_requests(runtime, "POST /freeze"), freezes + 3);  // quiesced before each attempt
+  // A third race in a row gives up, and the pause stays warm.
+  auto w = create();
+  run_void(manager->pause("team_a", w.record.id, true));
+  runtime.busy_checkpoints = 3;
+  EXPECT_EQ(status_of([&] { run_void(manager->make_cold(std::string(kOperatorTeam), w.record.id)); }), 500);
+  EXPECT_EQ(store.sandbox(w.record.id)->paused_as, PauseKind::warm);
+}
+
 TEST_F(SandboxPauseTest, ResumeWithoutMemoryDiscardsTheMemoryState) {
   auto v = create();
   const std::string id = v.record.id;
