@@ -340,7 +340,7 @@ TEST_F(Checkpoints, FreezeThawStopExportAndKeptDisk) {
 }
 
 TEST_F(Checkpoints, ColdPauseRestoresProcessesAndSurvivesARestart) {
-  if (!criu_present()) GTEST_SKIP() << "no CRIU binary (tools/criu.sh)";
+  ASSERT_TRUE(criu_present()) << "no CRIU binary: make deps builds it (tools/criu.sh)";
   const std::string id = "ck-cold";
   runtime_->start(spec(id, 43, true));
   std::string before = get(id, "/state");
@@ -401,7 +401,7 @@ TEST_F(Checkpoints, ColdPauseRestoresProcessesAndSurvivesARestart) {
 }
 
 TEST_F(Checkpoints, SnapshotForksIntoIndependentSandboxes) {
-  if (!criu_present()) GTEST_SKIP() << "no CRIU binary (tools/criu.sh)";
+  ASSERT_TRUE(criu_present()) << "no CRIU binary: make deps builds it (tools/criu.sh)";
   const std::string id = "ck-src";
   runtime_->start(spec(id, 44, true));
   std::string before = get(id, "/state");
@@ -475,7 +475,7 @@ TEST_F(Checkpoints, SnapshotForksIntoIndependentSandboxes) {
 }
 
 TEST_F(Checkpoints, FailedDumpAndRestoreLeaveNoHalfState) {
-  if (!criu_present()) GTEST_SKIP() << "no CRIU binary (tools/criu.sh)";
+  ASSERT_TRUE(criu_present()) << "no CRIU binary: make deps builds it (tools/criu.sh)";
   const std::string id = "ck-fail";
   runtime_->start(spec(id, 47, true));
   std::string before = get(id, "/state");
